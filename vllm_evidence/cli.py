@@ -1,0 +1,79 @@
+"""The ``vllm-evidence`` command line.
+
+Exit status: 0 on a completed run whatever the verdicts; 2 on bad usage or unreadable
+input (one line on stderr); 3 when ``--require`` names a claim that is not established.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from vllm_evidence._cli import COMMAND_MODULES
+
+__all__ = ["EXIT_OK", "EXIT_REQUIREMENT_REFUSED", "EXIT_USAGE", "main"]
+
+EXIT_OK = 0
+EXIT_USAGE = 2
+EXIT_REQUIREMENT_REFUSED = 3
+
+
+class _Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line and exit 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]  # argparse types it NoReturn
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("vllm-evidence")
+    except PackageNotFoundError:  # pragma: no cover - running from a bare checkout
+        return "unknown"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The full parser, every subcommand registered."""
+    parser = _Parser(
+        prog="vllm-evidence",
+        description=(
+            "Read what a running vLLM server exposes (its HTTP front door and its "
+            "startup log) and decide what that evidence does and does not establish."
+        ),
+    )
+    parser.add_argument("--version", action="store_true", help="print the version and exit")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMAND_MODULES:
+        module = importlib.import_module(f"vllm_evidence._cli.{name}")
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the exit status."""
+    args_list = list(sys.argv[1:] if argv is None else argv)
+    if args_list == ["--version"]:
+        sys.stdout.write(f"vllm-evidence {_version()}\n")
+        return EXIT_OK
+    parser = build_parser()
+    args = parser.parse_args(args_list)
+    if args.version:
+        sys.stdout.write(f"vllm-evidence {_version()}\n")
+        return EXIT_OK
+    handler = getattr(args, "handler", None)
+    if handler is None:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    try:
+        status: int = handler(args)
+    except BrokenPipeError:  # pragma: no cover - `| head` closed the pipe
+        return EXIT_OK
+    return status
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,299 @@
+"""Exact measures: the numbers vLLM prints, parsed from their wire text without rounding.
+
+Every measure is a small frozen value type with one meaning:
+
+* :class:`TokenCount`, :class:`BlockCount`, :class:`ByteCount`: non-negative integers;
+* :class:`BasisPoint`: a fraction in basis points (``"0.86"`` is 8600 bp, ``"0.855"``
+  is 8550 bp — two different settings), never a float;
+* :class:`Concurrency`: a non-negative exact decimal factor (``"2048.00"`` keeps
+  its printed precision);
+* :class:`GiB`: a signed exact decimal figure of gibibytes, as vLLM logs
+  ``Available KV cache memory`` (negative values happen and are kept).
+
+Each has a ``parse`` classmethod taking wire text and returning the measure or a
+:class:`MeasureParseFailure` naming what was wrong.  Nothing is rounded: a fraction
+finer than a basis point, a negative count, ``NaN``/``inf``, a bool, or a thousands
+separator where the source format prints none is a failure, not a nearby value.
+Thousands separators are accepted only when the caller says the source prints them
+(``thousands=True``: vLLM's capacity log lines use ``f"{n:,}"``).
+
+Measures may be constructed directly (``TokenCount(2048)``): a number alone moves no
+decision, since decisions read sealed evidence that only the parsers make.
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from decimal import Decimal, InvalidOperation
+from typing import Self, final
+
+import attrs
+
+from vllm_evidence._seal import Sealed, minter
+
+__all__ = [
+    "BasisPoint",
+    "BlockCount",
+    "ByteCount",
+    "Concurrency",
+    "GiB",
+    "MeasureParseFailure",
+    "ParseFailureReason",
+    "TokenCount",
+]
+
+_PLAIN_INT = re.compile(r"[0-9]+")
+_GROUPED_INT = re.compile(r"[0-9]{1,3}(?:,[0-9]{3})+")
+_DECIMAL = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_NON_FINITE = re.compile(r"[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
+
+
+class ParseFailureReason(enum.Enum):
+    """Why wire text is not the measure it was read as."""
+
+    NOT_TEXT = "not_text"
+    EMPTY = "empty"
+    NOT_A_NUMBER = "not_a_number"
+    NOT_AN_INTEGER = "not_an_integer"
+    NEGATIVE = "negative"
+    NOT_FINITE = "not_finite"
+    FINER_THAN_UNIT = "finer_than_unit"
+    SEPARATORS_NOT_ALLOWED = "separators_not_allowed"
+    MALFORMED_SEPARATORS = "malformed_separators"
+
+
+@final
+@attrs.frozen(init=False)
+class MeasureParseFailure(Sealed):
+    """Wire text that did not parse as the measure it was read as."""
+
+    __public_constructor__ = "a measure's parse() classmethod"
+
+    measure: str
+    """The measure's type name, e.g. ``"TokenCount"``."""
+    text: str
+    """The wire text as received (``repr`` of a non-text value)."""
+    reason: ParseFailureReason
+
+    def describe(self) -> str:
+        """One line: what was read, and why it is not that measure."""
+        return (
+            f"{self.measure} must be parsed from exact wire text, "
+            f"got {self.text!r} ({self.reason.value})"
+        )
+
+
+_mint_failure = minter(MeasureParseFailure, MeasureParseFailure.__attrs_init__)
+
+
+def _fail(measure: str, text: object, reason: ParseFailureReason) -> MeasureParseFailure:
+    shown = text if isinstance(text, str) else repr(text)
+    return _mint_failure(measure=measure, text=shown, reason=reason)
+
+
+def _parse_int(measure: str, text: object, *, thousands: bool) -> int | MeasureParseFailure:
+    if not isinstance(text, str):
+        return _fail(measure, text, ParseFailureReason.NOT_TEXT)
+    if text == "":
+        return _fail(measure, text, ParseFailureReason.EMPTY)
+    if _PLAIN_INT.fullmatch(text):
+        return int(text)
+    if "," in text:
+        if not thousands:
+            return _fail(measure, text, ParseFailureReason.SEPARATORS_NOT_ALLOWED)
+        if _GROUPED_INT.fullmatch(text):
+            return int(text.replace(",", ""))
+        return _fail(measure, text, ParseFailureReason.MALFORMED_SEPARATORS)
+    return _classify_non_integer(measure, text)
+
+
+def _classify_non_integer(measure: str, text: str) -> MeasureParseFailure:
+    if _NON_FINITE.fullmatch(text):
+        return _fail(measure, text, ParseFailureReason.NOT_FINITE)
+    if text.startswith("-") and _DECIMAL.fullmatch(text[1:]):
+        return _fail(measure, text, ParseFailureReason.NEGATIVE)
+    if _DECIMAL.fullmatch(text):
+        return _fail(measure, text, ParseFailureReason.NOT_AN_INTEGER)
+    return _fail(measure, text, ParseFailureReason.NOT_A_NUMBER)
+
+
+def _parse_decimal(measure: str, text: object, *, signed: bool) -> Decimal | MeasureParseFailure:
+    if not isinstance(text, str):
+        return _fail(measure, text, ParseFailureReason.NOT_TEXT)
+    if text == "":
+        return _fail(measure, text, ParseFailureReason.EMPTY)
+    if _NON_FINITE.fullmatch(text):
+        return _fail(measure, text, ParseFailureReason.NOT_FINITE)
+    body = text
+    negative = False
+    if signed and text.startswith("-"):
+        body, negative = text[1:], True
+    if not _DECIMAL.fullmatch(body):
+        if not signed and text.startswith("-") and _DECIMAL.fullmatch(text[1:]):
+            return _fail(measure, text, ParseFailureReason.NEGATIVE)
+        if "," in text:
+            return _fail(measure, text, ParseFailureReason.SEPARATORS_NOT_ALLOWED)
+        return _fail(measure, text, ParseFailureReason.NOT_A_NUMBER)
+    try:
+        value = Decimal(body)
+    except InvalidOperation:  # pragma: no cover - the regex admits only valid decimals
+        return _fail(measure, text, ParseFailureReason.NOT_A_NUMBER)
+    return -value if negative else value
+
+
+def _check_count(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    if type(value) is not int:
+        msg = f"{attribute.name} must be an int, got {value!r} that is a {type(value).__name__}"
+        raise TypeError(msg)
+    if value < 0:
+        msg = f"{attribute.name} must be >= 0, got {value!r}"
+        raise ValueError(msg)
+
+
+def _check_decimal(instance: object, attribute: attrs.Attribute[Decimal], value: Decimal) -> None:
+    if type(value) is not Decimal:
+        msg = f"{attribute.name} must be a Decimal, got {value!r} that is a {type(value).__name__}"
+        raise TypeError(msg)
+    if not value.is_finite():
+        msg = f"{attribute.name} must be finite, got {value!r}"
+        raise ValueError(msg)
+
+
+def _check_non_negative_decimal(
+    instance: object, attribute: attrs.Attribute[Decimal], value: Decimal
+) -> None:
+    _check_decimal(instance, attribute, value)
+    if value < 0:
+        msg = f"{attribute.name} must be >= 0, got {value!r}"
+        raise ValueError(msg)
+
+
+@final
+@attrs.frozen(order=True)
+class TokenCount:
+    """A number of tokens (KV-cache capacity, ``max_model_len``, block size)."""
+
+    value: int = attrs.field(validator=_check_count)
+
+    @classmethod
+    def parse(cls, text: str, *, thousands: bool = False) -> Self | MeasureParseFailure:
+        """Parse ``"4194304"`` (or ``"4,194,304"`` with ``thousands=True``)."""
+        parsed = _parse_int(cls.__name__, text, thousands=thousands)
+        return parsed if isinstance(parsed, MeasureParseFailure) else cls(parsed)
+
+    def __add__(self, other: TokenCount) -> TokenCount:
+        if not isinstance(other, TokenCount):
+            return NotImplemented
+        return TokenCount(self.value + other.value)
+
+    def __str__(self) -> str:
+        return f"{self.value:,} tokens"
+
+
+@final
+@attrs.frozen(order=True)
+class BlockCount:
+    """A number of KV-cache blocks."""
+
+    value: int = attrs.field(validator=_check_count)
+
+    @classmethod
+    def parse(cls, text: str, *, thousands: bool = False) -> Self | MeasureParseFailure:
+        """Parse ``"507"`` (V0 log lines and cache-config labels print no separators)."""
+        parsed = _parse_int(cls.__name__, text, thousands=thousands)
+        return parsed if isinstance(parsed, MeasureParseFailure) else cls(parsed)
+
+    def __add__(self, other: BlockCount) -> BlockCount:
+        if not isinstance(other, BlockCount):
+            return NotImplemented
+        return BlockCount(self.value + other.value)
+
+    def times_block_size(self, block_size: TokenCount) -> TokenCount:
+        """Blocks × tokens per block.  Only V0 capacity is this product; see the laws."""
+        return TokenCount(self.value * block_size.value)
+
+    def __str__(self) -> str:
+        return f"{self.value:,} blocks"
+
+
+@final
+@attrs.frozen(order=True)
+class ByteCount:
+    """A number of bytes."""
+
+    value: int = attrs.field(validator=_check_count)
+
+    @classmethod
+    def parse(cls, text: str, *, thousands: bool = False) -> Self | MeasureParseFailure:
+        """Parse ``"1073741824"``."""
+        parsed = _parse_int(cls.__name__, text, thousands=thousands)
+        return parsed if isinstance(parsed, MeasureParseFailure) else cls(parsed)
+
+    def __add__(self, other: ByteCount) -> ByteCount:
+        if not isinstance(other, ByteCount):
+            return NotImplemented
+        return ByteCount(self.value + other.value)
+
+    def __str__(self) -> str:
+        return f"{self.value:,} bytes"
+
+
+@final
+@attrs.frozen(order=True)
+class BasisPoint:
+    """A fraction in basis points: 1.0 is 10000 bp; 0.855 is 8550 bp."""
+
+    value: int = attrs.field(validator=_check_count)
+
+    @classmethod
+    def parse(cls, text: str) -> Self | MeasureParseFailure:
+        """Parse a decimal fraction (``"0.86"``, ``"1"``, ``"1e-04"``) exactly."""
+        parsed = _parse_decimal(cls.__name__, text, signed=False)
+        if isinstance(parsed, MeasureParseFailure):
+            return parsed
+        scaled = parsed * 10000
+        if scaled != scaled.to_integral_value():
+            return _fail(cls.__name__, text, ParseFailureReason.FINER_THAN_UNIT)
+        return cls(int(scaled))
+
+    def as_decimal(self) -> Decimal:
+        """The fraction as an exact decimal (8550 bp is ``Decimal("0.855")``)."""
+        return Decimal(self.value).scaleb(-4).normalize()
+
+    def __str__(self) -> str:
+        return f"{self.as_decimal()} ({self.value} bp)"
+
+
+@final
+@attrs.frozen(order=True)
+class Concurrency:
+    """A non-negative concurrency factor, exact: ``"2048.00"`` stays ``2048.00``."""
+
+    value: Decimal = attrs.field(validator=_check_non_negative_decimal)
+
+    @classmethod
+    def parse(cls, text: str) -> Self | MeasureParseFailure:
+        """Parse ``"37.68"`` (log, ``%.2f``) or ``"37.6875"`` (label, float ``repr``)."""
+        parsed = _parse_decimal(cls.__name__, text, signed=False)
+        return parsed if isinstance(parsed, MeasureParseFailure) else cls(parsed)
+
+    def __str__(self) -> str:
+        return f"{self.value}x"
+
+
+@final
+@attrs.frozen(order=True)
+class GiB:
+    """A signed exact figure in gibibytes, as vLLM logs it (``"-0.53"``)."""
+
+    value: Decimal = attrs.field(validator=_check_decimal)
+
+    @classmethod
+    def parse(cls, text: str) -> Self | MeasureParseFailure:
+        """Parse ``"31.83"`` or ``"-0.53"`` exactly."""
+        parsed = _parse_decimal(cls.__name__, text, signed=True)
+        return parsed if isinstance(parsed, MeasureParseFailure) else cls(parsed)
+
+    def __str__(self) -> str:
+        return f"{self.value} GiB"
