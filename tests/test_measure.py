@@ -1,0 +1,181 @@
+"""Exact measures: wire text in, exact values out, typed failures for everything else."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from vllm_evidence.measure import (
+    BasisPoint,
+    BlockCount,
+    ByteCount,
+    Concurrency,
+    GiB,
+    MeasureParseFailure,
+    ParseFailureReason,
+    TokenCount,
+)
+
+
+@pytest.mark.parametrize(
+    ("text", "thousands", "expected"),
+    [
+        ("4194304", False, 4194304),
+        ("4,194,304", True, 4194304),
+        ("2,048", True, 2048),
+        ("512", True, 512),
+        ("0", False, 0),
+        ("1,192,160", True, 1192160),
+    ],
+)
+def test_token_count_parses_exactly(text: str, thousands: bool, expected: int) -> None:
+    assert TokenCount(expected) == TokenCount.parse(text, thousands=thousands)
+
+
+@pytest.mark.parametrize(
+    ("text", "thousands", "reason"),
+    [
+        ("1,234", False, ParseFailureReason.SEPARATORS_NOT_ALLOWED),
+        ("12,34", True, ParseFailureReason.MALFORMED_SEPARATORS),
+        ("1,2345", True, ParseFailureReason.MALFORMED_SEPARATORS),
+        (",123", True, ParseFailureReason.MALFORMED_SEPARATORS),
+        ("-1", False, ParseFailureReason.NEGATIVE),
+        ("1.5", False, ParseFailureReason.NOT_AN_INTEGER),
+        ("4194304.0", False, ParseFailureReason.NOT_AN_INTEGER),
+        ("NaN", False, ParseFailureReason.NOT_FINITE),
+        ("inf", False, ParseFailureReason.NOT_FINITE),
+        ("-Infinity", False, ParseFailureReason.NOT_FINITE),
+        ("None", False, ParseFailureReason.NOT_A_NUMBER),
+        ("", False, ParseFailureReason.EMPTY),
+        (" 12", False, ParseFailureReason.NOT_A_NUMBER),
+        ("+12", False, ParseFailureReason.NOT_A_NUMBER),
+        ("0x10", False, ParseFailureReason.NOT_A_NUMBER),
+    ],
+)
+def test_token_count_refuses_inexact_text(
+    text: str, thousands: bool, reason: ParseFailureReason
+) -> None:
+    result = TokenCount.parse(text, thousands=thousands)
+    assert isinstance(result, MeasureParseFailure)
+    assert (reason, text, "TokenCount") == (result.reason, result.text, result.measure)
+    assert repr(text) in result.describe()
+
+
+def test_a_bool_or_int_is_not_wire_text() -> None:
+    for value in (True, 5, 5.0):
+        result = TokenCount.parse(value)  # type: ignore[arg-type]  # untyped JSON reaches here
+        assert isinstance(result, MeasureParseFailure)
+        assert result.reason == ParseFailureReason.NOT_TEXT
+
+
+def test_direct_construction_validates() -> None:
+    with pytest.raises(TypeError):
+        TokenCount(True)
+    with pytest.raises(TypeError):
+        TokenCount(3.0)  # type: ignore[arg-type]  # the point of the test
+    with pytest.raises(ValueError, match=">= 0"):
+        BlockCount(-1)
+    with pytest.raises(ValueError, match="finite"):
+        Concurrency(Decimal("NaN"))
+    with pytest.raises(ValueError, match=">= 0"):
+        Concurrency(Decimal("-1"))
+    assert Decimal("-0.53") == GiB(Decimal("-0.53")).value
+
+
+@pytest.mark.parametrize(
+    ("text", "bp"),
+    [("0.86", 8600), ("0.855", 8550), ("0.9", 9000), ("0.92", 9200), ("1", 10000), ("1e-04", 1)],
+)
+def test_basis_points_are_exact(text: str, bp: int) -> None:
+    assert BasisPoint(bp) == BasisPoint.parse(text)
+
+
+def test_different_settings_stay_different() -> None:
+    assert BasisPoint.parse("0.855") != BasisPoint.parse("0.86")
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("0.85555", ParseFailureReason.FINER_THAN_UNIT),
+        ("1e-05", ParseFailureReason.FINER_THAN_UNIT),
+        ("-0.5", ParseFailureReason.NEGATIVE),
+        ("nan", ParseFailureReason.NOT_FINITE),
+        ("0,86", ParseFailureReason.SEPARATORS_NOT_ALLOWED),
+        ("abc", ParseFailureReason.NOT_A_NUMBER),
+    ],
+)
+def test_basis_points_refuse(text: str, reason: ParseFailureReason) -> None:
+    result = BasisPoint.parse(text)
+    assert isinstance(result, MeasureParseFailure)
+    assert reason == result.reason
+
+
+def test_basis_point_renders_its_fraction() -> None:
+    assert Decimal("0.855") == BasisPoint(8550).as_decimal()
+    assert str(BasisPoint(8550)) == "0.855 (8550 bp)"
+
+
+def test_concurrency_keeps_printed_precision() -> None:
+    parsed = Concurrency.parse("2048.00")
+    assert isinstance(parsed, Concurrency)
+    assert str(parsed.value) == "2048.00"
+    assert Concurrency(Decimal("37.6875")) == Concurrency.parse("37.6875")
+    assert isinstance(Concurrency.parse("-1.00"), MeasureParseFailure)
+
+
+def test_gib_keeps_sign_and_digits() -> None:
+    assert GiB(Decimal("-0.53")) == GiB.parse("-0.53")
+    parsed = GiB.parse("31.83")
+    assert isinstance(parsed, GiB)
+    assert str(parsed.value) == "31.83"
+    assert isinstance(GiB.parse("--1"), MeasureParseFailure)
+    assert isinstance(GiB.parse("inf"), MeasureParseFailure)
+
+
+def test_arithmetic_is_within_a_unit() -> None:
+    assert TokenCount(5) == TokenCount(2) + TokenCount(3)
+    assert BlockCount(5) == BlockCount(2) + BlockCount(3)
+    assert ByteCount(5) == ByteCount(2) + ByteCount(3)
+    assert TokenCount(507 * 16) == BlockCount(507).times_block_size(TokenCount(16))
+    with pytest.raises(TypeError):
+        TokenCount(1) + BlockCount(1)  # type: ignore[operator]  # the point of the test
+    with pytest.raises(TypeError):
+        _ = TokenCount(1) < BlockCount(2)  # type: ignore[operator]  # the point of the test
+    assert TokenCount(1) < TokenCount(2)
+
+
+@given(st.integers(min_value=0, max_value=10**15))
+def test_token_count_round_trips_both_spellings(n: int) -> None:
+    assert TokenCount(n) == TokenCount.parse(str(n))
+    assert TokenCount(n) == TokenCount.parse(f"{n:,}", thousands=True)
+
+
+@given(st.integers(min_value=1000, max_value=10**15))
+def test_grouped_text_without_permission_is_refused(n: int) -> None:
+    result = TokenCount.parse(f"{n:,}")
+    assert isinstance(result, MeasureParseFailure)
+    assert result.reason == ParseFailureReason.SEPARATORS_NOT_ALLOWED
+
+
+@given(st.integers(min_value=0, max_value=10**6), st.integers(min_value=0, max_value=8))
+def test_basis_point_parse_is_exact_at_any_scale(numerator: int, exponent: int) -> None:
+    """A decimal fraction parses iff it is a whole number of basis points."""
+    value = Decimal(numerator).scaleb(-exponent)
+    result = BasisPoint.parse(format(value, "f"))
+    scaled = value * 10000
+    if scaled == scaled.to_integral_value():
+        assert BasisPoint(int(scaled)) == result
+    else:
+        assert isinstance(result, MeasureParseFailure)
+        assert result.reason == ParseFailureReason.FINER_THAN_UNIT
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False, min_value=0))
+def test_concurrency_from_a_float_repr_is_that_float_exactly(x: float) -> None:
+    result = Concurrency.parse(repr(x))
+    assert isinstance(result, Concurrency)
+    assert Decimal(repr(x)) == result.value

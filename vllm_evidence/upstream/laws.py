@@ -1,0 +1,476 @@
+"""Law types: what vLLM does, scoped to the releases it was read for.
+
+A *question* (:class:`Question`) is something a decision needs to know about vLLM —
+"how is ``/server_info`` registered?", "how authoritative is the startup log's
+capacity line?", "what does ``/health`` cover under the ``mp`` executor?".  A *law*
+answers one question over one :class:`~vllm_evidence.upstream.releases.ReleaseSpan`
+and cites where in vLLM it was read.  :func:`laws_for` answers every question for one
+release, each with its law or a :class:`LawNotEstablished`.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import TypeAlias, assert_never, final
+
+import attrs
+from packaging.version import Version
+
+from vllm_evidence._seal import Sealed, minter
+from vllm_evidence.upstream.releases import KNOWN_SPAN, ReleaseSpan
+from vllm_evidence.upstream.routes import ParallelEvidenceKind, Route
+
+__all__ = [
+    "CapacityAuthority",
+    "CapacityLaw",
+    "CapacityLogFormat",
+    "CapacityLogFormatLaw",
+    "CapacitySource",
+    "ExecutorBackend",
+    "HealthCoverage",
+    "HealthFailureLaw",
+    "HealthLaw",
+    "IncarnationMarker",
+    "IncarnationMarkerLaw",
+    "Law",
+    "LawNotEstablished",
+    "ParallelEvidenceLaw",
+    "Question",
+    "ReleaseLaws",
+    "RouteGate",
+    "RouteLaw",
+    "VersionNotEstablished",
+    "law_json",
+]
+
+
+class RouteGate(enum.Enum):
+    """How a release registers a route."""
+
+    ALWAYS = "always"
+    DEVELOPMENT_MODE = "development_mode"
+    """Only with ``VLLM_SERVER_DEV_MODE=1``."""
+    DEVELOPMENT_MODE_AND_GENERATE_TASK = "development_mode_and_generate_task"
+    """Only with development mode *and* a model that supports the ``generate`` task."""
+    DEVELOPMENT_MODE_QUERY_IGNORED = "development_mode_query_ignored"
+    """The path exists in development mode, but the query is ignored (text form answers)."""
+    NOT_REGISTERED = "not_registered"
+
+
+class CapacitySource(enum.Enum):
+    """Where a KV-cache capacity figure can come from."""
+
+    LOG_CAPACITY_LINE = "log_capacity_line"
+    """The startup log's ``<DEVICE> KV cache size: N tokens`` line (V1)."""
+    LOG_V0_BLOCKS = "log_v0_blocks"
+    """The startup log's ``# GPU blocks: N, # CPU blocks: M`` line (V0)."""
+    LABEL_KV_CACHE_SIZE_TOKENS = "label_kv_cache_size_tokens"
+    """The ``kv_cache_size_tokens`` label of ``vllm:cache_config_info``."""
+    LABEL_BLOCKS_TIMES_BLOCK_SIZE = "label_blocks_times_block_size"
+    """``num_gpu_blocks × block_size`` from ``vllm:cache_config_info`` labels."""
+
+
+class CapacityAuthority(enum.Enum):
+    """How far a capacity source can be trusted as the engine's token capacity."""
+
+    AUTHORITATIVE = "authoritative"
+    """Group-aware token capacity per engine."""
+    NOT_GROUP_AWARE = "not_group_aware"
+    """A token figure that misreports hybrid (multi-group) layouts; reported, not established."""
+    PER_WORKER_BEFORE_REDUCTION = "per_worker_before_reduction"
+    """Logged by each worker before the minimum over ranks; not group-aware either."""
+    NEEDS_BLOCK_SIZE_FROM_SAME_LAUNCH = "needs_block_size_from_same_launch"
+    """Blocks only: tokens need the block size from the same launch (V0)."""
+    INSUFFICIENT = "insufficient"
+    """Never a token capacity in this release (see the law's statement)."""
+    ABSENT = "absent"
+    """The release does not produce this source."""
+
+
+class CapacityLogFormat(enum.Enum):
+    """The shape of the V1 capacity line(s)."""
+
+    TWO_LINE = "two_line"
+    ONE_LINE = "one_line"
+
+
+class ExecutorBackend(enum.Enum):
+    """``distributed_executor_backend`` values vLLM accepts (``config/parallel.py``)."""
+
+    MP = "mp"
+    RAY = "ray"
+    UNI = "uni"
+    EXTERNAL_LAUNCHER = "external_launcher"
+
+
+class HealthCoverage(enum.Enum):
+    """What a 200 from ``/health`` covers."""
+
+    API_SERVER_ONLY = "api_server_only"
+    """Only that the API server answered; nothing is checked."""
+    ENGINE_PROCESS = "engine_process"
+    """Engine-core process death reaches ``/health``; worker death does not."""
+    WORKER_DEATH_REACHES = "worker_death_reaches"
+    """Worker process death reaches ``/health`` (through the executor's monitor)."""
+    WORKERS_NOT_WATCHED = "workers_not_watched"
+    """The executor does not watch its workers: a dead worker still answers 200."""
+
+
+class IncarnationMarker(enum.Enum):
+    """When ``process_start_time_seconds`` is on ``/metrics``."""
+
+    ABSENT_BY_DEFAULT = "absent_by_default"
+    """Multi-process registry mode is the default: no marker."""
+    PRESENT_UNLESS_MULTIPROCESS_REGISTRY = "present_unless_multiprocess_registry"
+    """Present unless ``api_server_count > 1`` or ``PROMETHEUS_MULTIPROC_DIR`` is set."""
+    ABSENT_BY_DEFAULT_WITH_DP = "absent_by_default_with_dp"
+    """As above, and ``api_server_count`` defaults to the DP size: DP>1 drops it."""
+
+
+@final
+@attrs.frozen(init=False)
+class Question(Sealed):
+    """A question about vLLM's behaviour that a law answers."""
+
+    __public_constructor__ = "vllm_evidence.upstream.QUESTIONS"
+
+    key: str
+    """Stable identifier, e.g. ``"route./server_info"`` or ``"health.mp"``."""
+    text: str
+
+
+_mint_question = minter(Question, Question.__attrs_init__)
+
+
+@final
+@attrs.frozen(init=False)
+class RouteLaw(Sealed):
+    """How a route is registered, and whether ``--api-key`` guards it."""
+
+    __public_constructor__ = "vllm_evidence.upstream.laws_for()"
+
+    question: Question
+    span: ReleaseSpan
+    sources: tuple[str, ...]
+    route: Route
+    gate: RouteGate
+    api_key_guarded: bool
+
+    @property
+    def statement(self) -> str:
+        """The law in one sentence."""
+        guard = "guarded by --api-key" if self.api_key_guarded else "not guarded by --api-key"
+        if self.gate is RouteGate.NOT_REGISTERED:
+            return f"{self.route.target} is not registered"
+        return (
+            f"{self.route.method} {self.route.target}: {self.gate.value.replace('_', ' ')}; {guard}"
+        )
+
+
+@final
+@attrs.frozen(init=False)
+class ParallelEvidenceLaw(Sealed):
+    """What a parallel-evidence route can establish about the parallel layout."""
+
+    __public_constructor__ = "vllm_evidence.upstream.laws_for()"
+
+    question: Question
+    span: ReleaseSpan
+    sources: tuple[str, ...]
+    route: Route
+    kind: ParallelEvidenceKind
+    reports_data_parallel_size: bool
+    """Whether the answer includes the data-parallel size (``/server_info`` text: ≥0.10.2)."""
+    statement: str
+
+
+@final
+@attrs.frozen(init=False)
+class CapacityLaw(Sealed):
+    """How authoritative one capacity source is in a release."""
+
+    __public_constructor__ = "vllm_evidence.upstream.laws_for()"
+
+    question: Question
+    span: ReleaseSpan
+    sources: tuple[str, ...]
+    source: CapacitySource
+    authority: CapacityAuthority
+    statement: str
+
+
+@final
+@attrs.frozen(init=False)
+class CapacityLogFormatLaw(Sealed):
+    """The shape of the V1 capacity line(s) in a release."""
+
+    __public_constructor__ = "vllm_evidence.upstream.laws_for()"
+
+    question: Question
+    span: ReleaseSpan
+    sources: tuple[str, ...]
+    format: CapacityLogFormat
+    statement: str
+
+
+@final
+@attrs.frozen(init=False)
+class HealthLaw(Sealed):
+    """What a 200 from ``/health`` covers under one executor backend."""
+
+    __public_constructor__ = "vllm_evidence.upstream.laws_for()"
+
+    question: Question
+    span: ReleaseSpan
+    sources: tuple[str, ...]
+    backend: ExecutorBackend
+    coverage: HealthCoverage
+    statement: str
+
+
+@final
+@attrs.frozen(init=False)
+class HealthFailureLaw(Sealed):
+    """The status ``/health`` answers once the engine is known dead."""
+
+    __public_constructor__ = "vllm_evidence.upstream.laws_for()"
+
+    question: Question
+    span: ReleaseSpan
+    sources: tuple[str, ...]
+    failure_status: int
+    statement: str
+
+
+@final
+@attrs.frozen(init=False)
+class IncarnationMarkerLaw(Sealed):
+    """When ``/metrics`` carries ``process_start_time_seconds``, and what it marks."""
+
+    __public_constructor__ = "vllm_evidence.upstream.laws_for()"
+
+    question: Question
+    span: ReleaseSpan
+    sources: tuple[str, ...]
+    marker: IncarnationMarker
+    statement: str
+
+
+Law: TypeAlias = (
+    RouteLaw
+    | ParallelEvidenceLaw
+    | CapacityLaw
+    | CapacityLogFormatLaw
+    | HealthLaw
+    | HealthFailureLaw
+    | IncarnationMarkerLaw
+)
+
+
+@final
+@attrs.frozen(init=False)
+class LawNotEstablished(Sealed):
+    """No law answers ``question`` for ``version``: it lies outside every read span."""
+
+    __public_constructor__ = "vllm_evidence.upstream.laws_for()"
+
+    question: Question
+    version: Version
+    known_spans: tuple[ReleaseSpan, ...]
+    """The spans where *some* law answers the question (empty: none anywhere)."""
+
+    @property
+    def statement(self) -> str:
+        """Why nothing is claimed."""
+        if not self.known_spans:
+            return f"not established for any release: {self.question.text}"
+        spans = ", ".join(str(s) for s in self.known_spans)
+        return f"not established for {self.version} (laws read for {spans})"
+
+
+@final
+@attrs.frozen(init=False)
+class VersionNotEstablished(Sealed):
+    """The version lies outside every release the law table was read from."""
+
+    __public_constructor__ = "vllm_evidence.upstream.laws_for()"
+
+    version: Version
+    known: ReleaseSpan
+
+    @property
+    def statement(self) -> str:
+        """Why no law is given for this version at all."""
+        return (
+            f"vLLM {self.version} is outside the releases this law table was read from "
+            f"({self.known}); nothing is established for it"
+        )
+
+
+@final
+@attrs.frozen(init=False)
+class ReleaseLaws(Sealed):
+    """Every question's answer for one self-reported release."""
+
+    __public_constructor__ = "vllm_evidence.upstream.laws_for()"
+
+    version: Version
+    answers: tuple[tuple[Question, Law | LawNotEstablished], ...]
+
+    def answer(self, key: str) -> Law | LawNotEstablished:
+        """The answer to the question with ``key``; ``KeyError`` for an unknown key."""
+        for question, answer in self.answers:
+            if question.key == key:
+                return answer
+        raise KeyError(key)
+
+    def route(self, route: Route) -> RouteLaw | LawNotEstablished:
+        """How ``route`` is registered in this release."""
+        answer = self.answer(route_key(route))
+        assert isinstance(answer, RouteLaw | LawNotEstablished)  # noqa: S101  # table invariant
+        return answer
+
+    def parallel_evidence(self, route: Route) -> ParallelEvidenceLaw | LawNotEstablished:
+        """What ``route`` can establish about the parallel layout in this release."""
+        answer = self.answer(parallel_key(route))
+        assert isinstance(answer, ParallelEvidenceLaw | LawNotEstablished)  # noqa: S101
+        return answer
+
+    def capacity(self, source: CapacitySource) -> CapacityLaw | LawNotEstablished:
+        """How authoritative ``source`` is in this release."""
+        answer = self.answer(capacity_key(source))
+        assert isinstance(answer, CapacityLaw | LawNotEstablished)  # noqa: S101
+        return answer
+
+    def capacity_log_format(self) -> CapacityLogFormatLaw | LawNotEstablished:
+        """The shape of the V1 capacity line(s) in this release."""
+        answer = self.answer(CAPACITY_LOG_FORMAT_KEY)
+        assert isinstance(answer, CapacityLogFormatLaw | LawNotEstablished)  # noqa: S101
+        return answer
+
+    def health(self, backend: ExecutorBackend) -> HealthLaw | LawNotEstablished:
+        """What ``/health`` covers under ``backend`` in this release."""
+        answer = self.answer(health_key(backend))
+        assert isinstance(answer, HealthLaw | LawNotEstablished)  # noqa: S101
+        return answer
+
+    def health_failure(self) -> HealthFailureLaw | LawNotEstablished:
+        """The status ``/health`` answers once the engine is dead."""
+        answer = self.answer(HEALTH_FAILURE_KEY)
+        assert isinstance(answer, HealthFailureLaw | LawNotEstablished)  # noqa: S101
+        return answer
+
+    def incarnation_marker(self) -> IncarnationMarkerLaw | LawNotEstablished:
+        """When ``process_start_time_seconds`` is on ``/metrics``."""
+        answer = self.answer(INCARNATION_MARKER_KEY)
+        assert isinstance(answer, IncarnationMarkerLaw | LawNotEstablished)  # noqa: S101
+        return answer
+
+
+_mint_release_laws = minter(ReleaseLaws, ReleaseLaws.__attrs_init__)
+_mint_not_established = minter(LawNotEstablished, LawNotEstablished.__attrs_init__)
+_mint_version_not_established = minter(VersionNotEstablished, VersionNotEstablished.__attrs_init__)
+
+
+def route_key(route: Route) -> str:
+    """The question key for how ``route`` is registered."""
+    return f"route.{route.target}"
+
+
+def parallel_key(route: Route) -> str:
+    """The question key for what ``route`` establishes about parallelism."""
+    return f"parallel_evidence.{route.target}"
+
+
+def capacity_key(source: CapacitySource) -> str:
+    """The question key for a capacity source's authority."""
+    return f"capacity.{source.value}"
+
+
+def health_key(backend: ExecutorBackend) -> str:
+    """The question key for ``/health`` coverage under ``backend``."""
+    return f"health.{backend.value}"
+
+
+CAPACITY_LOG_FORMAT_KEY = "capacity.log_format"
+HEALTH_FAILURE_KEY = "health.failure_status"
+INCARNATION_MARKER_KEY = "incarnation.process_start_time_seconds"
+
+
+def question(key: str, text: str) -> Question:
+    """Mint a question (package-internal: the table in ``upstream.table``)."""
+    return _mint_question(key=key, text=text)
+
+
+def answer_for(q: Question, laws: tuple[Law, ...], version: Version) -> Law | LawNotEstablished:
+    """The law among ``laws`` (all answering ``q``) whose span holds ``version``."""
+    holding = [law for law in laws if law.span.contains(version)]
+    if len(holding) > 1:  # pragma: no cover - the table's own test forbids overlaps
+        msg = f"overlapping laws for {q.key} at {version}"
+        raise AssertionError(msg)
+    if holding:
+        return holding[0]
+    return _mint_not_established(
+        question=q,
+        version=version,
+        known_spans=tuple(law.span for law in laws),
+    )
+
+
+def release_laws(
+    version: Version, table: tuple[tuple[Question, tuple[Law, ...]], ...]
+) -> ReleaseLaws | VersionNotEstablished:
+    """Answer every question in ``table`` for ``version``."""
+    if not KNOWN_SPAN.contains(version):
+        return _mint_version_not_established(version=version, known=KNOWN_SPAN)
+    answers = tuple((q, answer_for(q, laws, version)) for q, laws in table)
+    return _mint_release_laws(version=version, answers=answers)
+
+
+def law_json(law: Law | LawNotEstablished) -> dict[str, object]:
+    """A JSON-ready description of a law (or of its absence), with its scope and sources."""
+    if isinstance(law, LawNotEstablished):
+        return {
+            "question": law.question.key,
+            "established": False,
+            "statement": law.statement,
+            "known_spans": [_span_json(s) for s in law.known_spans],
+        }
+    doc: dict[str, object] = {
+        "question": law.question.key,
+        "established": True,
+        "statement": law.statement,
+        "span": _span_json(law.span),
+        "sources": list(law.sources),
+    }
+    match law:
+        case RouteLaw():
+            doc |= {
+                "route": law.route.target,
+                "method": law.route.method,
+                "gate": law.gate.value,
+                "api_key_guarded": law.api_key_guarded,
+            }
+        case ParallelEvidenceLaw():
+            doc |= {
+                "route": law.route.target,
+                "kind": law.kind.value,
+                "reports_data_parallel_size": law.reports_data_parallel_size,
+            }
+        case CapacityLaw():
+            doc |= {"source": law.source.value, "authority": law.authority.value}
+        case CapacityLogFormatLaw():
+            doc |= {"format": law.format.value}
+        case HealthLaw():
+            doc |= {"backend": law.backend.value, "coverage": law.coverage.value}
+        case HealthFailureLaw():
+            doc |= {"failure_status": law.failure_status}
+        case IncarnationMarkerLaw():
+            doc |= {"marker": law.marker.value}
+        case _:  # pragma: no cover
+            assert_never(law)
+    return doc
+
+
+def _span_json(s: ReleaseSpan) -> dict[str, str]:
+    return {"first": str(s.first), "last": str(s.last)}

@@ -1,0 +1,740 @@
+"""The law table: every fact about vLLM's behaviour this project relies on.
+
+Each entry answers one :class:`~vllm_evidence.upstream.laws.Question` over one span of
+read releases and cites where it was read.  Citations are ``vX: path Lnn`` in vLLM's
+released sources (see ``reference/vllm-upstream.md`` for the reading), or
+``first-hand vX`` for what a real server of that release printed here.
+
+Spans run between read releases that agree.  Where two read releases disagree, the
+change point lies somewhere between them and neither law covers the gap: a release
+there gets "not established", never a borrowed answer.
+"""
+
+from __future__ import annotations
+
+from vllm_evidence._seal import minter
+from vllm_evidence.upstream.laws import (
+    CAPACITY_LOG_FORMAT_KEY,
+    HEALTH_FAILURE_KEY,
+    INCARNATION_MARKER_KEY,
+    CapacityAuthority,
+    CapacityLaw,
+    CapacityLogFormat,
+    CapacityLogFormatLaw,
+    CapacitySource,
+    ExecutorBackend,
+    HealthCoverage,
+    HealthFailureLaw,
+    HealthLaw,
+    IncarnationMarker,
+    IncarnationMarkerLaw,
+    Law,
+    ParallelEvidenceLaw,
+    Question,
+    RouteGate,
+    RouteLaw,
+    capacity_key,
+    health_key,
+    parallel_key,
+    question,
+    route_key,
+)
+from vllm_evidence.upstream.releases import span
+from vllm_evidence.upstream.routes import Route
+
+__all__ = ["LAW_TABLE", "QUESTIONS"]
+
+_route_law = minter(RouteLaw, RouteLaw.__attrs_init__)
+_parallel_law = minter(ParallelEvidenceLaw, ParallelEvidenceLaw.__attrs_init__)
+_capacity_law = minter(CapacityLaw, CapacityLaw.__attrs_init__)
+_format_law = minter(CapacityLogFormatLaw, CapacityLogFormatLaw.__attrs_init__)
+_health_law = minter(HealthLaw, HealthLaw.__attrs_init__)
+_failure_law = minter(HealthFailureLaw, HealthFailureLaw.__attrs_init__)
+_marker_law = minter(IncarnationMarkerLaw, IncarnationMarkerLaw.__attrs_init__)
+
+_OLDEST = "0.6.6.post1"
+_NEWEST = "0.33.0"
+
+# --- routes -------------------------------------------------------------------------
+
+_ROUTE_QUESTIONS = {
+    route: question(route_key(route), f"How does vLLM register {route.method} {route.target}?")
+    for route in Route
+}
+
+
+def _routes() -> list[tuple[Question, tuple[Law, ...]]]:
+    def law(
+        route: Route,
+        first: str,
+        last: str,
+        gate: RouteGate,
+        sources: tuple[str, ...],
+        *,
+        guarded: bool = False,
+    ) -> RouteLaw:
+        return _route_law(
+            question=_ROUTE_QUESTIONS[route],
+            span=span(first, last),
+            sources=sources,
+            route=route,
+            gate=gate,
+            api_key_guarded=guarded,
+        )
+
+    always_open = (
+        "v0.33.0: serve/middleware/authenticate.py L10 (only /v1, /v2, /inference, /cohere)"
+    )
+    entries: dict[Route, tuple[Law, ...]] = {
+        Route.VERSION: (
+            law(
+                Route.VERSION,
+                _OLDEST,
+                _NEWEST,
+                RouteGate.ALWAYS,
+                (
+                    "v0.6.6.post1: entrypoints/openai/api_server.py L356",
+                    "v0.33.0: entrypoints/serve/instrumentator/basic.py L53",
+                    always_open,
+                ),
+            ),
+        ),
+        Route.MODELS: (
+            law(
+                Route.MODELS,
+                _OLDEST,
+                _NEWEST,
+                RouteGate.ALWAYS,
+                (
+                    "v0.6.6.post1: entrypoints/openai/api_server.py L348, L581",
+                    "v0.33.0: entrypoints/openai/models/api_router.py L20",
+                    "v0.33.0: entrypoints/serve/middleware/authenticate.py L10",
+                    "first-hand v0.32.0: 401 {'error':'Unauthorized'} without the key",
+                ),
+                guarded=True,
+            ),
+        ),
+        Route.METRICS: (
+            law(
+                Route.METRICS,
+                _OLDEST,
+                _NEWEST,
+                RouteGate.ALWAYS,
+                (
+                    "v0.6.6.post1: entrypoints/openai/api_server.py L252 (mount_metrics)",
+                    "v0.33.0: entrypoints/serve/instrumentator/metrics.py L56",
+                    always_open,
+                ),
+            ),
+        ),
+        Route.HEALTH: (
+            law(
+                Route.HEALTH,
+                _OLDEST,
+                _NEWEST,
+                RouteGate.ALWAYS,
+                (
+                    "v0.6.6.post1: entrypoints/openai/api_server.py L311",
+                    "v0.33.0: entrypoints/serve/instrumentator/health.py L22",
+                    always_open,
+                ),
+            ),
+        ),
+        Route.SERVER_INFO: (
+            law(
+                Route.SERVER_INFO,
+                _OLDEST,
+                _OLDEST,
+                RouteGate.NOT_REGISTERED,
+                ("v0.6.6.post1: entrypoints/openai/api_server.py (no development mode)",),
+            ),
+            law(
+                Route.SERVER_INFO,
+                "0.8.5",
+                _NEWEST,
+                RouteGate.DEVELOPMENT_MODE,
+                (
+                    "v0.8.5: entrypoints/openai/api_server.py L689-735 (VLLM_SERVER_DEV_MODE)",
+                    "v0.33.0: entrypoints/launchers/api_server/routers.py L46",
+                    "v0.33.0: entrypoints/serve/dev/server_info/api_router.py L43-58",
+                    "first-hand v0.32.0: 404 without development mode, 200 with it",
+                ),
+            ),
+        ),
+        Route.SERVER_INFO_JSON: (
+            law(
+                Route.SERVER_INFO_JSON,
+                _OLDEST,
+                _OLDEST,
+                RouteGate.NOT_REGISTERED,
+                ("v0.6.6.post1: entrypoints/openai/api_server.py (no development mode)",),
+            ),
+            law(
+                Route.SERVER_INFO_JSON,
+                "0.8.5",
+                "0.10.2",
+                RouteGate.DEVELOPMENT_MODE_QUERY_IGNORED,
+                (
+                    "v0.8.5: entrypoints/openai/api_server.py L691-694 (text form only)",
+                    "v0.10.2: entrypoints/openai/api_server.py L1054-1057",
+                ),
+            ),
+            law(
+                Route.SERVER_INFO_JSON,
+                "0.11.0",
+                _NEWEST,
+                RouteGate.DEVELOPMENT_MODE,
+                (
+                    "v0.11.0: entrypoints/openai/api_server.py L965-1055 (config_format)",
+                    "v0.33.0: entrypoints/serve/dev/server_info/api_router.py L43-58",
+                ),
+            ),
+        ),
+        Route.GET_WORLD_SIZE: (
+            law(
+                Route.GET_WORLD_SIZE,
+                _OLDEST,
+                "0.13.0",
+                RouteGate.NOT_REGISTERED,
+                ("v0.13.0: entrypoints/serve/rlhf/api_router.py (no /get_world_size)",),
+            ),
+            law(
+                Route.GET_WORLD_SIZE,
+                "0.20.0",
+                "0.20.0",
+                RouteGate.DEVELOPMENT_MODE_AND_GENERATE_TASK,
+                (
+                    "v0.20.0: entrypoints/serve/rlhf/api_router.py L149, L169",
+                    "v0.20.0: entrypoints/openai/api_server.py L198-215",
+                ),
+            ),
+            law(
+                Route.GET_WORLD_SIZE,
+                "0.27.0",
+                _NEWEST,
+                RouteGate.DEVELOPMENT_MODE,
+                (
+                    "v0.27.0: entrypoints/serve/__init__.py register_vllm_dev_api_routers",
+                    "v0.33.0: entrypoints/rl/online/api_router.py L269-289",
+                ),
+            ),
+        ),
+        Route.COLLECTIVE_RPC: (
+            law(
+                Route.COLLECTIVE_RPC,
+                _OLDEST,
+                "0.9.2",
+                RouteGate.NOT_REGISTERED,
+                ("v0.9.2: entrypoints/openai/api_server.py (no /collective_rpc)",),
+            ),
+            law(
+                Route.COLLECTIVE_RPC,
+                "0.10.2",
+                _NEWEST,
+                RouteGate.DEVELOPMENT_MODE,
+                (
+                    "v0.10.2: entrypoints/openai/api_server.py L1100-1126",
+                    "v0.33.0: entrypoints/serve/dev/rpc/api_router.py",
+                ),
+            ),
+        ),
+    }
+    return [(_ROUTE_QUESTIONS[route], entries[route]) for route in Route]
+
+
+# --- parallel evidence --------------------------------------------------------------
+
+_PARALLEL_ROUTES = (
+    Route.SERVER_INFO,
+    Route.SERVER_INFO_JSON,
+    Route.GET_WORLD_SIZE,
+    Route.COLLECTIVE_RPC,
+)
+_PARALLEL_QUESTIONS = {
+    route: question(
+        parallel_key(route), f"What can {route.target} establish about the parallel layout?"
+    )
+    for route in _PARALLEL_ROUTES
+}
+
+
+def _parallel() -> list[tuple[Question, tuple[Law, ...]]]:
+    def law(
+        route: Route,
+        first: str,
+        last: str,
+        sources: tuple[str, ...],
+        statement: str,
+        *,
+        dp: bool,
+    ) -> ParallelEvidenceLaw:
+        kind = route.parallel_evidence_kind
+        assert kind is not None  # noqa: S101  # only parallel-evidence routes are listed
+        return _parallel_law(
+            question=_PARALLEL_QUESTIONS[route],
+            span=span(first, last),
+            sources=sources,
+            route=route,
+            kind=kind,
+            reports_data_parallel_size=dp,
+            statement=statement,
+        )
+
+    resolved = "the frontend's resolved VllmConfig: tensor_parallel_size and pipeline_parallel_size"
+    entries: dict[Route, tuple[ParallelEvidenceLaw, ...]] = {
+        Route.SERVER_INFO: (
+            law(
+                Route.SERVER_INFO,
+                "0.8.5",
+                "0.8.5",
+                ("v0.8.5: config.py L4052-4085 (VllmConfig.__str__: TP and PP only)",),
+                f"{resolved}; no data_parallel_size in the text form",
+                dp=False,
+            ),
+            law(
+                Route.SERVER_INFO,
+                "0.10.2",
+                _NEWEST,
+                (
+                    "v0.10.2: config VllmConfig.__str__ (data_parallel_size=)",
+                    "v0.33.0: config/vllm.py L2809-2844",
+                    "first-hand v0.32.0: tensor_parallel_size=, data_parallel_size= in text",
+                ),
+                f"{resolved}, data_parallel_size; no world size or executor backend",
+                dp=True,
+            ),
+        ),
+        Route.SERVER_INFO_JSON: (
+            law(
+                Route.SERVER_INFO_JSON,
+                "0.11.0",
+                _NEWEST,
+                (
+                    "v0.11.0: entrypoints/openai/api_server.py (TypeAdapter(VllmConfig) json)",
+                    "v0.33.0: entrypoints/serve/dev/server_info/api_router.py L43-58",
+                    "first-hand v0.32.0: vllm_config.parallel_config.* incl. backend",
+                ),
+                "the frontend's resolved parallel_config (TP, PP, DP, PCP, DCP, world_size, "
+                "distributed_executor_backend) and instance_id",
+                dp=True,
+            ),
+        ),
+        Route.GET_WORLD_SIZE: (
+            law(
+                Route.GET_WORLD_SIZE,
+                "0.20.0",
+                _NEWEST,
+                (
+                    "v0.33.0: entrypoints/rl/online/api_router.py L269-289",
+                    "v0.33.0: config/parallel.py L627-629, L964-972",
+                ),
+                "a product world_size × data_parallel_size (world_size = PP×TP×PCP): "
+                "2 is TP=2, PP=2 or DP=2 alike; it narrows and never decides",
+                dp=False,
+            ),
+        ),
+        Route.COLLECTIVE_RPC: (
+            law(
+                Route.COLLECTIVE_RPC,
+                "0.10.2",
+                _NEWEST,
+                ("v0.33.0: entrypoints/serve/dev/rpc/api_router.py",),
+                "runs an arbitrary method on every worker (POST); never called by this "
+                "project, so it establishes nothing here",
+                dp=False,
+            ),
+        ),
+    }
+    return [(_PARALLEL_QUESTIONS[route], entries[route]) for route in _PARALLEL_ROUTES]
+
+
+# --- capacity -----------------------------------------------------------------------
+
+_CAPACITY_QUESTIONS = {
+    source: question(
+        capacity_key(source), f"How far is {source.value.replace('_', ' ')} a token capacity?"
+    )
+    for source in CapacitySource
+}
+_FORMAT_QUESTION = question(CAPACITY_LOG_FORMAT_KEY, "What shape do the V1 capacity lines have?")
+
+
+def _capacity() -> list[tuple[Question, tuple[Law, ...]]]:
+    def law(
+        source: CapacitySource,
+        first: str,
+        last: str,
+        authority: CapacityAuthority,
+        sources: tuple[str, ...],
+        statement: str,
+    ) -> CapacityLaw:
+        return _capacity_law(
+            question=_CAPACITY_QUESTIONS[source],
+            span=span(first, last),
+            sources=sources,
+            source=source,
+            authority=authority,
+            statement=statement,
+        )
+
+    log = CapacitySource.LOG_CAPACITY_LINE
+    v0 = CapacitySource.LOG_V0_BLOCKS
+    label = CapacitySource.LABEL_KV_CACHE_SIZE_TOKENS
+    product = CapacitySource.LABEL_BLOCKS_TIMES_BLOCK_SIZE
+    entries: dict[CapacitySource, tuple[CapacityLaw, ...]] = {
+        log: (
+            law(
+                log,
+                "0.8.5",
+                "0.11.0",
+                CapacityAuthority.PER_WORKER_BEFORE_REDUCTION,
+                (
+                    "v0.8.5: v1/core/kv_cache_utils.py L634, L637",
+                    "v0.10.2: v1/core/kv_cache_utils.py L864, L868, L1028, L1032",
+                    "v0.11.0: v1/core/kv_cache_utils.py L1087, L1091",
+                ),
+                "logged once per worker before the minimum over ranks, with "
+                "num_blocks // groups × min block size: not group-aware; the engine's "
+                "figure is the smallest per-rank value",
+            ),
+            law(
+                log,
+                "0.13.0",
+                "0.20.0",
+                CapacityAuthority.NOT_GROUP_AWARE,
+                (
+                    "v0.13.0: v1/core/kv_cache_utils.py L1291, L1296 (_report_kv_cache_config)",
+                    "v0.20.0: v1/core/kv_cache_utils.py L1711, L1716",
+                ),
+                "logged once per engine after the minimum over ranks, but computed as "
+                "num_blocks // groups × min block size: hybrid layouts are misreported",
+            ),
+            law(
+                log,
+                "0.27.0",
+                _NEWEST,
+                CapacityAuthority.AUTHORITATIVE,
+                (
+                    "v0.27.0: v1/core/kv_cache_utils.py L1877-1887, L2235-2236",
+                    "v0.33.0: v1/core/kv_cache_utils.py L1062-1155 (update_kv_cache_capacity)",
+                    "first-hand v0.32.0: one CPU KV cache size line from EngineCore",
+                ),
+                "group-aware token capacity per engine (max_concurrency × max_model_len), "
+                "logged once per engine after the minimum over ranks",
+            ),
+        ),
+        v0: (
+            law(
+                v0,
+                _OLDEST,
+                "0.10.2",
+                CapacityAuthority.NEEDS_BLOCK_SIZE_FROM_SAME_LAUNCH,
+                (
+                    "v0.6.6.post1: executor/gpu_executor.py L76, L80",
+                    "v0.6.6.post1: executor/distributed_gpu_executor.py L57, L61",
+                    "v0.8.5: executor/executor_base.py L112-118",
+                ),
+                "V0 logs blocks, not tokens: tokens are num_gpu_blocks × block_size with "
+                "the block size of the same launch (V0 was removed in 0.11)",
+            ),
+        ),
+        label: (
+            law(
+                label,
+                _OLDEST,
+                "0.20.0",
+                CapacityAuthority.ABSENT,
+                ("v0.20.0: config/cache.py CacheConfig (no kv_cache_size_tokens)",),
+                "vllm:cache_config_info has no kv_cache_size_tokens label before 0.27",
+            ),
+            law(
+                label,
+                "0.27.0",
+                _NEWEST,
+                CapacityAuthority.AUTHORITATIVE,
+                (
+                    "v0.27.0: v1/core/kv_cache_utils.py L1877-1887 (get_kv_cache_capacity)",
+                    "v0.33.0: v1/engine/core_client.py L851-890 (first non-None, not summed)",
+                    "v0.33.0: config/cache.py L440-443 (metrics_info)",
+                    "first-hand v0.32.0: kv_cache_size_tokens equals the log line",
+                ),
+                "kv_cache_size_tokens is the group-aware token capacity of one DP engine "
+                "(label engine), the same figure as the log line",
+            ),
+        ),
+        product: (
+            law(
+                product,
+                _OLDEST,
+                _OLDEST,
+                CapacityAuthority.AUTHORITATIVE,
+                (
+                    "v0.6.6.post1: engine/metrics.py L702-713, engine/llm_engine.py L382",
+                    "v0.6.6.post1: executor/gpu_executor.py L76-80",
+                ),
+                "V0 (the only engine in 0.6.6): one engine, capacity is exactly "
+                "num_gpu_blocks × block_size",
+            ),
+            law(
+                product,
+                "0.8.5",
+                _NEWEST,
+                CapacityAuthority.INSUFFICIENT,
+                (
+                    "v0.8.5: v1/metrics/loggers.py L348-366 (num_gpu_blocks 'None')",
+                    "v0.33.0: v1/engine/core_client.py L851-890 (sum over DP engines)",
+                    "v0.20.0: v1/engine/core.py L276 (block_size = min over groups)",
+                    "v0.27.0: v1/engine/core.py L319; vllm-project/vllm#42966, #51163",
+                ),
+                "V1: num_gpu_blocks is summed over DP engines ('None' in 0.8.5) and "
+                "block_size is a minimum over KV-cache groups, so their product is never "
+                "a token capacity",
+            ),
+        ),
+    }
+    formats = (
+        _format_law(
+            question=_FORMAT_QUESTION,
+            span=span("0.8.5", "0.27.0"),
+            sources=(
+                "v0.8.5: v1/core/kv_cache_utils.py L634, L637",
+                "v0.27.0: v1/core/kv_cache_utils.py L2235, L2236",
+            ),
+            format=CapacityLogFormat.TWO_LINE,
+            statement="'GPU KV cache size: N tokens' then "
+            "'Maximum concurrency for L tokens per request: X.XXx' (thousands separators)",
+        ),
+        _format_law(
+            question=_FORMAT_QUESTION,
+            span=span("0.32.0", _NEWEST),
+            sources=(
+                "first-hand v0.32.0: kv_cache_utils.py:2327 one line",
+                "v0.33.0: v1/core/kv_cache_utils.py L1147",
+            ),
+            format=CapacityLogFormat.ONE_LINE,
+            statement="'<DEVICE> KV cache size: N tokens, Maximum concurrency for L tokens "
+            "per request: X.XXx' on one line (DEVICE: GPU, CPU, XPU, 'GPU + host')",
+        ),
+    )
+    out: list[tuple[Question, tuple[Law, ...]]] = [
+        (_CAPACITY_QUESTIONS[source], entries[source]) for source in CapacitySource
+    ]
+    out.append((_FORMAT_QUESTION, formats))
+    return out
+
+
+# --- health -------------------------------------------------------------------------
+
+_HEALTH_QUESTIONS = {
+    backend: question(
+        health_key(backend),
+        f"What does a 200 from /health cover under the {backend.value!r} executor?",
+    )
+    for backend in ExecutorBackend
+}
+_FAILURE_QUESTION = question(HEALTH_FAILURE_KEY, "What does /health answer once the engine died?")
+
+
+def _health() -> list[tuple[Question, tuple[Law, ...]]]:
+    def law(
+        backend: ExecutorBackend,
+        first: str,
+        last: str,
+        coverage: HealthCoverage,
+        sources: tuple[str, ...],
+        statement: str,
+    ) -> HealthLaw:
+        return _health_law(
+            question=_HEALTH_QUESTIONS[backend],
+            span=span(first, last),
+            sources=sources,
+            backend=backend,
+            coverage=coverage,
+            statement=statement,
+        )
+
+    v085 = ("v0.8.5: v1/engine/async_llm.py check_health (logs only, no errored check)",)
+    flag = "v0.33.0: v1/engine/async_llm.py L1129-1134, L1385-1386 (errored flag)"
+    nothing = (
+        "V1 0.8.5: check_health only logs 'Called check_health.'; a 200 means the API "
+        "server answered"
+    )
+    mp = ExecutorBackend.MP
+    ray = ExecutorBackend.RAY
+    uni = ExecutorBackend.UNI
+    entries: dict[ExecutorBackend, tuple[HealthLaw, ...]] = {
+        mp: (
+            law(
+                mp,
+                _OLDEST,
+                _OLDEST,
+                HealthCoverage.WORKER_DEATH_REACHES,
+                (
+                    "v0.6.6.post1: executor/multiproc_gpu_executor.py L163-167",
+                    "v0.6.6.post1: engine/multiprocessing/engine.py L182-190, L287-296",
+                ),
+                "V0 mp: the heartbeat calls the executor's check_health, which checks the "
+                "worker monitor processes are alive",
+            ),
+            law(mp, "0.8.5", "0.8.5", HealthCoverage.API_SERVER_ONLY, v085, nothing),
+            law(
+                mp,
+                "0.10.2",
+                _NEWEST,
+                HealthCoverage.WORKER_DEATH_REACHES,
+                (
+                    flag,
+                    (
+                        "v0.33.0: v1/executor/multiproc_executor.py start_worker_monitor "
+                        "('Worker proc %s died unexpectedly') -> failure callback"
+                    ),
+                    "v0.33.0: v1/engine/core_client.py L822-848 (engine monitor)",
+                ),
+                "MultiprocExecutor's monitor turns a worker process death into engine "
+                "death, which /health reads from a local flag; nothing contacts the "
+                "workers on the /health path",
+            ),
+        ),
+        ray: (
+            law(
+                ray,
+                _OLDEST,
+                _OLDEST,
+                HealthCoverage.WORKERS_NOT_WATCHED,
+                ("v0.6.6.post1: RayGPUExecutor inherits GPUExecutor.check_health (no-op)",),
+                "V0 ray: check_health returns at once; Ray workers are assumed healthy",
+            ),
+            law(ray, "0.8.5", "0.8.5", HealthCoverage.API_SERVER_ONLY, v085, nothing),
+            law(
+                ray,
+                "0.10.2",
+                "0.20.0",
+                HealthCoverage.WORKERS_NOT_WATCHED,
+                (
+                    flag,
+                    (
+                        "v0.10.2: executor/ray_distributed_executor.py L696 "
+                        "('Assume that the Ray workers are healthy')"
+                    ),
+                    (
+                        "v0.20.0: v1/executor/ray_executor.py (no worker monitor); "
+                        "VLLM_USE_RAY_V2_EXECUTOR_BACKEND defaults to 0"
+                    ),
+                ),
+                "the legacy Ray executor has no worker monitor: a dead Ray worker is not "
+                "seen by /health until a request fails",
+            ),
+            law(
+                ray,
+                _NEWEST,
+                _NEWEST,
+                HealthCoverage.WORKER_DEATH_REACHES,
+                (
+                    flag,
+                    "v0.33.0: v1/executor/ray_executor_v2.py L487-534 (RayWorkerMonitor)",
+                    "v0.33.0: v1/executor/abstract.py L64-97 (ray -> RayExecutorV2 only)",
+                ),
+                "RayExecutorV2 (the only Ray executor in 0.33) watches its workers; a "
+                "worker death reaches the engine-dead flag",
+            ),
+        ),
+        uni: (
+            law(uni, "0.8.5", "0.8.5", HealthCoverage.API_SERVER_ONLY, v085, nothing),
+            law(
+                uni,
+                "0.10.2",
+                _NEWEST,
+                HealthCoverage.ENGINE_PROCESS,
+                (
+                    flag,
+                    "v0.33.0: v1/engine/core_client.py L822-848 (MPClientEngineMonitor)",
+                    "v0.33.0: v1/executor/uniproc_executor.py check_health returns at once",
+                ),
+                "the single worker runs inside the engine-core process: its death is "
+                "engine death, which reaches /health; nothing else is checked",
+            ),
+        ),
+        ExecutorBackend.EXTERNAL_LAUNCHER: (),
+    }
+    failure = (
+        _failure_law(
+            question=_FAILURE_QUESTION,
+            span=span(_OLDEST, "0.10.2"),
+            sources=(
+                "v0.6.6.post1: entrypoints/launcher.py RuntimeError handler",
+                "v0.10.2: entrypoints/launcher.py L157-169",
+            ),
+            failure_status=500,
+            statement="EngineDeadError reaches the launcher: 500, and the server shuts "
+            "down unless VLLM_KEEP_ALIVE_ON_ENGINE_DEATH",
+        ),
+        _failure_law(
+            question=_FAILURE_QUESTION,
+            span=span("0.11.0", _NEWEST),
+            sources=(
+                "v0.11.0: entrypoints/openai/api_server.py L345-352",
+                "v0.33.0: entrypoints/serve/instrumentator/health.py L22-34",
+            ),
+            failure_status=503,
+            statement="EngineDeadError is caught: 503 with an empty body",
+        ),
+    )
+    out: list[tuple[Question, tuple[Law, ...]]] = [
+        (_HEALTH_QUESTIONS[backend], entries[backend]) for backend in ExecutorBackend
+    ]
+    out.append((_FAILURE_QUESTION, failure))
+    return out
+
+
+# --- incarnation marker -------------------------------------------------------------
+
+_MARKER_QUESTION = question(
+    INCARNATION_MARKER_KEY, "When does /metrics carry process_start_time_seconds?"
+)
+
+
+def _marker() -> list[tuple[Question, tuple[Law, ...]]]:
+    what = "it is the API-server process's start time, not the engine's or the workers'"
+    laws: tuple[Law, ...] = (
+        _marker_law(
+            question=_MARKER_QUESTION,
+            span=span(_OLDEST, _OLDEST),
+            sources=("v0.6.6.post1: entrypoints/openai/api_server.py L163-170",),
+            marker=IncarnationMarker.ABSENT_BY_DEFAULT,
+            statement="V0 MQLLMEngine (the default) sets PROMETHEUS_MULTIPROC_DIR: no "
+            f"process_* metrics unless --disable-frontend-multiprocessing; {what}",
+        ),
+        _marker_law(
+            question=_MARKER_QUESTION,
+            span=span("0.8.5", "0.13.0"),
+            sources=(
+                "v0.9.2: v1/metrics/prometheus.py get_prometheus_registry",
+                "v0.13.0: entrypoints/cli/serve.py (api_server_count defaults to 1)",
+            ),
+            marker=IncarnationMarker.PRESENT_UNLESS_MULTIPROCESS_REGISTRY,
+            statement="present in single-registry mode (api_server_count 1, the default); "
+            f"absent with api_server_count > 1 or PROMETHEUS_MULTIPROC_DIR; {what}",
+        ),
+        _marker_law(
+            question=_MARKER_QUESTION,
+            span=span("0.20.0", _NEWEST),
+            sources=(
+                "v0.33.0: entrypoints/cli/serve.py L107-126, L283",
+                "first-hand v0.32.0: present with TP=1 and TP=2 (DP=1)",
+            ),
+            marker=IncarnationMarker.ABSENT_BY_DEFAULT_WITH_DP,
+            statement="api_server_count defaults to the DP size under internal load "
+            "balancing, so DP>1 drops the marker by default; present with DP=1 unless "
+            f"PROMETHEUS_MULTIPROC_DIR is set; {what}",
+        ),
+    )
+    return [(_MARKER_QUESTION, laws)]
+
+
+#: Every question, with the laws answering it (spans never overlap within a question).
+LAW_TABLE: tuple[tuple[Question, tuple[Law, ...]], ...] = tuple(
+    _routes() + _parallel() + _capacity() + _health() + _marker()
+)
+
+#: Every question the table answers, by key.
+QUESTIONS: dict[str, Question] = {q.key: q for q, _ in LAW_TABLE}
