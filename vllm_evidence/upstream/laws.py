@@ -34,6 +34,7 @@ __all__ = [
     "IncarnationMarkerLaw",
     "Law",
     "LawNotEstablished",
+    "ModelCardLaw",
     "ParallelEvidenceLaw",
     "Question",
     "ReleaseLaws",
@@ -256,8 +257,22 @@ class IncarnationMarkerLaw(Sealed):
     statement: str
 
 
+@final
+@attrs.frozen(init=False)
+class ModelCardLaw(Sealed):
+    """What the ``id`` and ``root`` of a ``/v1/models`` card are."""
+
+    __public_constructor__ = "vllm_evidence.upstream.laws_for()"
+
+    question: Question
+    span: ReleaseSpan
+    sources: tuple[str, ...]
+    statement: str
+
+
 Law: TypeAlias = (
     RouteLaw
+    | ModelCardLaw
     | ParallelEvidenceLaw
     | CapacityLaw
     | CapacityLogFormatLaw
@@ -336,6 +351,12 @@ class ReleaseLaws(Sealed):
         assert isinstance(answer, ParallelEvidenceLaw | LawNotEstablished)  # noqa: S101
         return answer
 
+    def model_card(self) -> ModelCardLaw | LawNotEstablished:
+        """What a ``/v1/models`` card's ``id`` and ``root`` are in this release."""
+        answer = self.answer(MODEL_CARD_KEY)
+        assert isinstance(answer, ModelCardLaw | LawNotEstablished)  # noqa: S101
+        return answer
+
     def capacity(self, source: CapacitySource) -> CapacityLaw | LawNotEstablished:
         """How authoritative ``source`` is in this release."""
         answer = self.answer(capacity_key(source))
@@ -393,6 +414,7 @@ def health_key(backend: ExecutorBackend) -> str:
 
 
 CAPACITY_LOG_FORMAT_KEY = "capacity.log_format"
+MODEL_CARD_KEY = "identity.model_card"
 HEALTH_FAILURE_KEY = "health.failure_status"
 INCARNATION_MARKER_KEY = "incarnation.process_start_time_seconds"
 
@@ -451,6 +473,8 @@ def law_json(law: Law | LawNotEstablished) -> dict[str, object]:
                 "gate": law.gate.value,
                 "api_key_guarded": law.api_key_guarded,
             }
+        case ModelCardLaw():
+            pass
         case ParallelEvidenceLaw():
             doc |= {
                 "route": law.route.target,

@@ -17,6 +17,7 @@ from vllm_evidence.upstream.laws import (
     CAPACITY_LOG_FORMAT_KEY,
     HEALTH_FAILURE_KEY,
     INCARNATION_MARKER_KEY,
+    MODEL_CARD_KEY,
     CapacityAuthority,
     CapacityLaw,
     CapacityLogFormat,
@@ -29,6 +30,7 @@ from vllm_evidence.upstream.laws import (
     IncarnationMarker,
     IncarnationMarkerLaw,
     Law,
+    ModelCardLaw,
     ParallelEvidenceLaw,
     Question,
     RouteGate,
@@ -50,6 +52,7 @@ _capacity_law = minter(CapacityLaw, CapacityLaw.__attrs_init__)
 _format_law = minter(CapacityLogFormatLaw, CapacityLogFormatLaw.__attrs_init__)
 _health_law = minter(HealthLaw, HealthLaw.__attrs_init__)
 _failure_law = minter(HealthFailureLaw, HealthFailureLaw.__attrs_init__)
+_card_law = minter(ModelCardLaw, ModelCardLaw.__attrs_init__)
 _marker_law = minter(IncarnationMarkerLaw, IncarnationMarkerLaw.__attrs_init__)
 
 _OLDEST = "0.6.6.post1"
@@ -686,6 +689,29 @@ def _health() -> list[tuple[Question, tuple[Law, ...]]]:
     return out
 
 
+# --- served identity --------------------------------------------------------------
+
+_CARD_QUESTION = question(MODEL_CARD_KEY, "What are a /v1/models card's id and root?")
+
+
+def _identity() -> list[tuple[Question, tuple[Law, ...]]]:
+    law = _card_law(
+        question=_CARD_QUESTION,
+        span=span(_OLDEST, _NEWEST),
+        sources=(
+            "v0.6.6.post1: entrypoints/openai/api_server.py L631-634",
+            "v0.33.0: entrypoints/launchers/api_server/app_state.py L49-61",
+            "v0.33.0: entrypoints/openai/models/serving.py L64-77, L149-165",
+            "first-hand v0.32.0: id 'tiny-llama:q4-alias', root '/models/tiny-llama'",
+        ),
+        statement="each --served-model-name (else the model argument) is its own card id; "
+        "root is the model argument as given on the command line (a hub id or a local "
+        "path, before any download): configuration intent, not the weights' bytes; LoRA "
+        "cards carry the adapter path as root and the base name as parent",
+    )
+    return [(_CARD_QUESTION, (law,))]
+
+
 # --- incarnation marker -------------------------------------------------------------
 
 _MARKER_QUESTION = question(
@@ -733,7 +759,7 @@ def _marker() -> list[tuple[Question, tuple[Law, ...]]]:
 
 #: Every question, with the laws answering it (spans never overlap within a question).
 LAW_TABLE: tuple[tuple[Question, tuple[Law, ...]], ...] = tuple(
-    _routes() + _parallel() + _capacity() + _health() + _marker()
+    _routes() + _parallel() + _identity() + _capacity() + _health() + _marker()
 )
 
 #: Every question the table answers, by key.
