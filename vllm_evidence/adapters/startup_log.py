@@ -20,7 +20,8 @@ What a logical line may carry, outside in:
 
 ANSI colour codes and carriage returns are removed before any of this.
 
-Recognised messages (each regex is anchored at the message start):
+Recognised messages (each regex is anchored at the message start; a capacity or memory
+line may carry trailing text after its unit, which a wrong hard-wrap join can append):
 
 ========================  ==================================================================
 version                    logo line ``… version 0.32.0``; ``vLLM API server version X``;
@@ -709,16 +710,16 @@ _NUM = r"[0-9][0-9,]*"
 _DEC = r"[0-9]+(?:\.[0-9]+)?"
 _ONE_LINE_RE = re.compile(
     rf"(?P<dev>[A-Z]+(?: \+ host)?) KV cache size: (?P<tok>{_NUM}) tokens, "
-    rf"Maximum concurrency for (?P<len>{_NUM}) tokens per request: (?P<conc>{_DEC})x\s*$"
+    rf"Maximum concurrency for (?P<len>{_NUM}) tokens per request: (?P<conc>{_DEC})x"
 )
-_SIZE_RE = re.compile(rf"(?P<dev>[A-Z]+) KV cache size: (?P<tok>{_NUM}) tokens\s*$")
+_SIZE_RE = re.compile(rf"(?P<dev>[A-Z]+) KV cache size: (?P<tok>{_NUM}) tokens(?!,)")
 _CONC_RE = re.compile(
-    rf"Maximum concurrency for (?P<len>{_NUM}) tokens per request: (?P<conc>{_DEC})x\s*$"
+    rf"Maximum concurrency for (?P<len>{_NUM}) tokens per request: (?P<conc>{_DEC})x"
 )
 _BLOCKS_RE = re.compile(
-    r"# (?P<dev>[A-Za-z]+) blocks: (?P<n>[0-9]+)(?:, # CPU blocks: (?P<cpu>[0-9]+))?\s*$"
+    r"# (?P<dev>[A-Za-z]+) blocks: (?P<n>[0-9]+)(?:, # CPU blocks: (?P<cpu>[0-9]+))?(?![0-9,])"
 )
-_MEMORY_RE = re.compile(r"Available KV cache memory: (?P<g>-?[0-9]+(?:\.[0-9]+)?) GiB\s*$")
+_MEMORY_RE = re.compile(r"Available KV cache memory: (?P<g>-?[0-9]+(?:\.[0-9]+)?) GiB")
 _BANNER_RE = re.compile(r"[\s█▄▀]*[█▄▀][\s█▄▀]*version (?P<v>[0-9]\S*)\s*$")
 _API_VERSION_RE = re.compile(r"vLLM API server version (?P<v>[0-9]\S*)\s*$")
 _SERVER_VERSION_RE = re.compile(r"vLLM server version (?P<v>[0-9]\S*), serving model ")
