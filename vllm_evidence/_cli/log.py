@@ -1,0 +1,60 @@
+"""``vllm-evidence log FILE [--json]``: what a startup log shows, per launch."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+__all__ = ["register"]
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``log`` subcommand."""
+    parser = subparsers.add_parser(
+        "log",
+        help="read a vLLM startup log and summarise each launch",
+        description=(
+            "Read a vLLM startup log (streamed; restarts split into launches) and print "
+            "what each launch shows: version, parallel configuration, ranks, executor "
+            "backend, routes and capacity lines."
+        ),
+    )
+    parser.add_argument("file", help="the log file ('-' reads standard input)")
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument(
+        "--wrap-width",
+        default="auto",
+        help="terminal hard-wrap width to rejoin: 'auto' (default), 'off', or a number",
+    )
+    parser.set_defaults(handler=_run)
+
+
+def _run(args: argparse.Namespace) -> int:
+    from vllm_evidence.capture.startup_log import (
+        LogReadFailure,
+        read_startup_log,
+        render_startup_log,
+        startup_log_document,
+    )
+    from vllm_evidence.cli import EXIT_OK, EXIT_USAGE
+
+    wrap: Any = args.wrap_width
+    if wrap not in ("auto", "off"):
+        if not str(wrap).isdigit() or int(wrap) < 1:
+            sys.stderr.write(
+                f"vllm-evidence log: --wrap-width must be auto, off or N, got {wrap!r}\n"
+            )
+            return EXIT_USAGE
+        wrap = int(wrap)
+    source = sys.stdin.buffer if args.file == "-" else args.file
+    log = read_startup_log(source, wrap_width=wrap)
+    if isinstance(log, LogReadFailure):
+        sys.stderr.write(f"vllm-evidence log: {log.describe()}\n")
+        return EXIT_USAGE
+    if args.json:
+        sys.stdout.write(json.dumps(startup_log_document(log), indent=2) + "\n")
+    else:
+        sys.stdout.write(render_startup_log(log))
+    return EXIT_OK

@@ -1,0 +1,1 @@
+"""Adapters: one parser per source, from raw bytes or text to typed observations."""

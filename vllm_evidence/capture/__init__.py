@@ -1,0 +1,1 @@
+"""Capture: reading raw evidence (HTTP answers, startup logs) with its provenance."""
