@@ -62,6 +62,7 @@ from vllm_evidence.measure import (
     MeasureParseFailure,
     TokenCount,
 )
+from vllm_evidence.upstream.laws import ExecutorBackend
 
 __all__ = [
     "AvailableMemoryObservation",
@@ -535,15 +536,6 @@ class AvailableMemoryObservation(Sealed):
 
 
 _mint_memory = minter(AvailableMemoryObservation, AvailableMemoryObservation.__attrs_init__)
-
-
-class ExecutorBackend(enum.Enum):
-    """vLLM's ``distributed_executor_backend`` names."""
-
-    MP = "mp"
-    RAY = "ray"
-    UNI = "uni"
-    EXTERNAL_LAUNCHER = "external_launcher"
 
 
 class ExecutorMarker(enum.Enum):
