@@ -1,0 +1,1 @@
+"""Reading sources as raw evidence: the front-door probe, saved capture directories."""
