@@ -49,8 +49,9 @@ def _arm(outcome: Any) -> dict[str, Any]:
             return {"outcome": "too_large", "limit_bytes": limit}
         case b.NotRequested():
             return {"outcome": "not_requested"}
-    msg = f"unknown outcome {outcome!r}"  # pragma: no cover
-    raise AssertionError(msg)  # pragma: no cover
+        case _:  # pragma: no cover - the arms above are the closed set
+            msg = f"unknown outcome {outcome!r}"
+            raise AssertionError(msg)
 
 
 def _observation(outcome: Any) -> Any:

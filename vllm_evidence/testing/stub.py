@@ -126,7 +126,9 @@ class StubFrontDoor:
         self.requests: list[StubRequest] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
+        )
         host, port = self._server.server_address[:2]
         self.url = f"http://{host!s}:{port}"
 

@@ -1,0 +1,28 @@
+"""Suite-wide guard: every request any stub front door received was a GET to a route."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from vllm_evidence.testing.stub import StubRequest, observe_requests
+from vllm_evidence.upstream.routes import PROBE_ROUTES
+
+ALLOWED_TARGETS = frozenset(route.target for route in PROBE_ROUTES)
+
+
+def forbidden(requests: list[StubRequest]) -> list[StubRequest]:
+    """The requests that were not a GET to a probe-readable route's target."""
+    return [r for r in requests if r.method != "GET" or r.path not in ALLOWED_TARGETS]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def stub_request_log() -> Iterator[list[StubRequest]]:
+    """Every request any stub received in this session; checked when the session ends.
+
+    ``test_probe.py::test_session_guard_sees_the_probes_requests`` proves it is wired.
+    """
+    with observe_requests() as log:
+        yield log
+    assert forbidden(log) == [], "the probe sent something other than GET to a route"
