@@ -24,6 +24,11 @@ from vllm_evidence.adapters.world_size import WorldSizeProduct, parse_world_size
 from vllm_evidence.measure import TokenCount
 from vllm_evidence.upstream.routes import ParallelEvidenceKind, Route
 
+
+def _is_a(value: object, cls: type) -> bool:
+    return isinstance(value, cls)
+
+
 # ------------------------------------------------------------------------- /version
 
 
@@ -312,7 +317,10 @@ def test_split_config_text_respects_nesting_and_quotes() -> None:
         (parse_server_info_text, b'{"vllm_config": "model=\'m\', dtype=auto"}'),
         (parse_server_info_text, b'{"vllm_config": "tensor_parallel_size=two"}'),
         (parse_server_info_json, b'{"vllm_config": {"parallel_config": {}}}'),
-        (parse_server_info_json, b'{"vllm_config": {"parallel_config": {"tensor_parallel_size": "2"}}}'),
+        (
+            parse_server_info_json,
+            b'{"vllm_config": {"parallel_config": {"tensor_parallel_size": "2"}}}',
+        ),
         (parse_server_info_text, b"model='m', tensor_parallel_size=1"),
     ],
 )
@@ -330,7 +338,7 @@ def test_world_size_real_capture_is_a_product_not_a_configuration() -> None:
     assert isinstance(parsed, WorldSizeProduct)
     assert parsed.product == 1
     assert parsed.kind is ParallelEvidenceKind.WORLD_SIZE_PRODUCT
-    assert not isinstance(parsed, ServerInfo)
+    assert not _is_a(parsed, ServerInfo)
     assert not hasattr(parsed, "tensor_parallel_size")
     assert not hasattr(parsed, "parallel")
 

@@ -3,8 +3,8 @@
 It does not parse the whole exposition.  It finds, by prefix, the sample lines of
 ``vllm:cache_config_info`` and ``process_start_time_seconds`` and parses only those
 (labels unescaped exactly as the text exposition format defines: ``\\\\``, ``\\"``
-and ``\\n``; any other backslash stays as written), and it collects the set of
-``vllm:`` family names.  On well-formed text it yields the same samples as
+and ``\\n``; any other backslash stays as written), and it collects the
+``vllm:`` family names the body declares.  On well-formed text it yields the same samples as
 ``prometheus_client``'s parser, which the test suite checks differentially.
 """
 
@@ -36,16 +36,12 @@ __all__ = [
 CACHE_CONFIG_INFO = "vllm:cache_config_info"
 PROCESS_START_TIME = "process_start_time_seconds"
 
-# A sample line of one of the two targeted names: the line (after optional leading
-# blanks) starts with the exact name, followed by ``{``, a blank, or the line's end.
-_TARGET_LINE = re.compile(
-    r"^[ \t]*(vllm:cache_config_info|process_start_time_seconds)(?=[{ \t\r\f\v]|$)(.*)$",
-    re.MULTILINE,
-)
-_DECLARED = re.compile(r"^[ \t]*#[ \t]+(?:HELP|TYPE)[ \t]+(vllm:[a-zA-Z0-9_:]+)", re.MULTILINE)
-_SAMPLE_NAME = re.compile(r"^[ \t]*(vllm:[a-zA-Z0-9_:]+)", re.MULTILINE)
+# Family declarations: ``# HELP vllm:…`` / ``# TYPE vllm:…`` at a line start.  The
+# leading ``\n`` gives the regex engine a literal to skip ahead on.
+_DECLARED = re.compile(r"\n[ \t]*#[ \t]+(?:HELP|TYPE)[ \t]+(vllm:[a-zA-Z0-9_:]+)")
+_TARGETS = (CACHE_CONFIG_INFO, PROCESS_START_TIME)
+_AFTER_NAME = frozenset("{ \t\r\f\v\n")
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
-_SERIES_SUFFIXES = ("_bucket", "_count", "_sum", "_total", "_created", "_info")
 _ESCAPES = {"\\": "\\", "n": "\n", '"': '"'}
 _BLANKS = " \t\r\f\v"
 
@@ -163,25 +159,42 @@ def _parse_line(name: str, rest: str) -> ScannedSample:
     )
 
 
-def _family(name: str, declared: set[str]) -> str:
-    if name in declared:
-        return name
-    for suffix in _SERIES_SUFFIXES:
-        if name.endswith(suffix) and name[: -len(suffix)] in declared:
-            return name[: -len(suffix)]
-    return name
+def _target_lines(text: str) -> Iterator[tuple[str, str]]:
+    """``(name, rest of line)`` for each sample line of a targeted name, in order.
+
+    Found by plain substring search, then checked to start its line (after blanks)
+    and to be followed by ``{``, a blank or the line's end: ``vllm:cache_config_info_x``
+    and a name inside a HELP text or a label value are not samples of it.
+    """
+    hits: list[tuple[int, str]] = []
+    for name in _TARGETS:
+        at = text.find(name)
+        while at >= 0:
+            end = at + len(name)
+            line_start = text.rfind("\n", 0, at) + 1
+            if (end == len(text) or text[end] in _AFTER_NAME) and not text[line_start:at].strip():
+                hits.append((at, name))
+            at = text.find(name, end)
+    hits.sort()
+    for at, name in hits:
+        end = at + len(name)
+        line_end = text.find("\n", end)
+        yield name, text[end : len(text) if line_end < 0 else line_end]
 
 
 def scan_metrics(text: str) -> tuple[list[ScannedSample], frozenset[str]]:
     """Scan exposition text: the targeted samples, in order, and the ``vllm:`` families.
 
+    The families are the names declared by ``# HELP``/``# TYPE`` lines (vLLM's
+    exposition declares every family it serves), plus ``vllm:cache_config_info``
+    when its samples appear without a declaration (as in trimmed dumps).
+
     Raises :class:`ValueError` when a targeted line is malformed.
     """
-    samples = [_parse_line(m.group(1), m.group(2)) for m in _TARGET_LINE.finditer(text)]
-    declared = set(_DECLARED.findall(text))
-    families = set(declared)
-    for name in set(_SAMPLE_NAME.findall(text)):
-        families.add(_family(name, declared))
+    samples = [_parse_line(name, rest) for name, rest in _target_lines(text)]
+    families = set(_DECLARED.findall("\n" + text))
+    if any(s.name == CACHE_CONFIG_INFO for s in samples):
+        families.add(CACHE_CONFIG_INFO)
     return samples, frozenset(families)
 
 
@@ -251,7 +264,8 @@ class MetricsObservation(Sealed):
     process_start_time: ProcessStartTime | None
     """The incarnation marker, or ``None`` when absent (multi-process registry mode)."""
     vllm_families: frozenset[str]
-    """Names of the ``vllm:`` metric families present."""
+    """Names of the ``vllm:`` metric families declared (``# HELP``/``# TYPE``), plus
+    ``vllm:cache_config_info`` whenever its samples are present."""
 
     def series_by_engine(self) -> Iterator[tuple[str | None, CacheConfigSeries]]:
         """Each cache-config series with its ``engine`` label."""
