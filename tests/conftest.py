@@ -1,17 +1,42 @@
-"""Shared test configuration: Hypothesis profiles.
+"""Shared test configuration.
 
-``HYPOTHESIS_PROFILE=dev`` runs more examples; CI uses the default profile (Hypothesis
-loads its own derandomised ``ci`` profile when ``CI=true``).
+* Hypothesis profiles: ``HYPOTHESIS_PROFILE=dev`` runs more examples; CI uses the
+  default profile (Hypothesis loads its own derandomised ``ci`` profile when
+  ``CI=true``).
+* Suite-wide guard: every request any stub front door received was a GET to a route.
 """
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import HealthCheck, settings
+
+from vllm_evidence.testing.stub import StubRequest, observe_requests
+from vllm_evidence.upstream.routes import PROBE_ROUTES
 
 settings.register_profile("default", max_examples=100)
 settings.register_profile("dev", max_examples=500)
 settings.register_profile("fast", max_examples=20, suppress_health_check=[HealthCheck.too_slow])
 if os.environ.get("CI") != "true" or "HYPOTHESIS_PROFILE" in os.environ:
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
+
+ALLOWED_TARGETS = frozenset(route.target for route in PROBE_ROUTES)
+
+
+def forbidden(requests: list[StubRequest]) -> list[StubRequest]:
+    """The requests that were not a GET to a probe-readable route's target."""
+    return [r for r in requests if r.method != "GET" or r.path not in ALLOWED_TARGETS]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def stub_request_log() -> Iterator[list[StubRequest]]:
+    """Every request any stub received in this session; checked when the session ends.
+
+    ``test_probe.py::test_session_guard_sees_the_probes_requests`` proves it is wired.
+    """
+    with observe_requests() as log:
+        yield log
+    assert forbidden(log) == [], "the probe sent something other than GET to a route"

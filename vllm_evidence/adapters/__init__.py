@@ -1,1 +1,1 @@
-"""Adapters: one parser per source, from raw bytes or text to typed observations."""
+"""Adapters: one parser per evidence source; typed observations or a typed failure out."""

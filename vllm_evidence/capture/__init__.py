@@ -1,1 +1,1 @@
-"""Capture: reading raw evidence (HTTP answers, startup logs) with its provenance."""
+"""Capture: raw evidence (front-door probe, startup logs, saved directories) with provenance."""

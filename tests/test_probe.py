@@ -1,0 +1,320 @@
+"""The probe against the stub front door serving the real capture, with injected faults."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from tests._paths import REAL
+from tests.conftest import ALLOWED_TARGETS, forbidden
+from vllm_evidence.adapters.metrics import MetricsObservation
+from vllm_evidence.adapters.models import ServedModels
+from vllm_evidence.adapters.server_info import ServerInfo
+from vllm_evidence.adapters.version import SelfReportedVersion
+from vllm_evidence.adapters.world_size import WorldSizeProduct
+from vllm_evidence.capture.batch import (
+    ExchangeRole,
+    HttpError,
+    JoinEstablished,
+    JoinRefusal,
+    JoinRefused,
+    NotFound,
+    NotRequested,
+    Parsed,
+    Redirected,
+    TimedOut,
+    TooLarge,
+    Transport,
+    Unauthorized,
+    Unparsed,
+    Unreachable,
+)
+from vllm_evidence.capture.directory import save
+from vllm_evidence.capture.http import RouteClient, clean_target, probe, probe_sync
+from vllm_evidence.errors import InputError
+from vllm_evidence.readback import CapturedReadback, readback_from_batch
+from vllm_evidence.testing.stub import Fault, StubRequest, serve_capture
+from vllm_evidence.upstream.routes import Route
+
+DEV_ROUTES = (Route.SERVER_INFO, Route.SERVER_INFO_JSON, Route.GET_WORLD_SIZE)
+
+
+def _is_parsed_or_unparsed(value: object) -> bool:
+    return isinstance(value, Parsed | Unparsed)
+
+
+def _probe(url: str, **kwargs: object) -> CapturedReadback:
+    return readback_from_batch(probe_sync(url, **kwargs))  # type: ignore[arg-type]  # test pass-through
+
+
+def test_clean_probe_parses_every_route_and_joins() -> None:
+    with serve_capture(REAL) as door:
+        readback = _probe(door.url)
+    assert isinstance(readback.version, Parsed)
+    assert isinstance(readback.version.observation, SelfReportedVersion)
+    assert readback.version.observation.raw == "0.32.0"
+    assert isinstance(readback.models, Parsed)
+    assert isinstance(readback.models.observation, ServedModels)
+    assert readback.models.observation.cards[0].served_id == "tiny-llama:q4-alias"
+    assert isinstance(readback.metrics, Parsed)
+    assert isinstance(readback.metrics.observation, MetricsObservation)
+    assert isinstance(readback.server_info, Parsed)
+    assert isinstance(readback.server_info_json, Parsed)
+    assert isinstance(readback.server_info_json.observation, ServerInfo)
+    assert readback.server_info_json.observation.instance_id == "1796011859079858751"
+    assert isinstance(readback.world_size, Parsed)
+    assert isinstance(readback.world_size.observation, WorldSizeProduct)
+    assert isinstance(readback.health, Parsed)
+    assert readback.health.observation.status == 200
+    assert readback.join == readback.join  # sealed values compare by value
+    assert isinstance(readback.join, JoinEstablished)
+    assert readback.join.process_start_seconds == Decimal("1796011852.21")
+    # the raw evidence is kept with its digest and timestamps
+    exchange = readback.batch.exchange(Route.VERSION)
+    assert exchange is not None
+    assert exchange.body == b'{"version":"0.32.0"}'
+    assert exchange.body_sha256 is not None
+    assert len(exchange.body_sha256) == 64
+    assert exchange.started_at.tzinfo is not None
+    assert exchange.ended_monotonic_ns >= exchange.started_monotonic_ns
+    assert exchange.header("content-type") == "application/json"
+
+
+def test_probe_sends_only_get_to_allowlisted_targets() -> None:
+    sent: list[tuple[str, str]] = []
+    with serve_capture(REAL) as door:
+        probe_sync(door.url, sent=sent)
+        received = list(door.requests)
+    assert sorted(sent) == sorted(
+        [("GET", "/metrics"), ("GET", "/metrics")]
+        + [("GET", r.target) for r in Route if r.probe_readable and r is not Route.METRICS]
+    )
+    assert forbidden(received) == []
+    assert {(r.method, r.path) for r in received} == set(sent)
+    # /metrics opens and closes the batch
+    assert received[0].path == "/metrics"
+    assert received[-1].path == "/metrics"
+
+
+def test_session_guard_sees_the_probes_requests(stub_request_log: list[StubRequest]) -> None:
+    before = len(stub_request_log)
+    with serve_capture(REAL) as door:
+        probe_sync(door.url, development_routes=False)
+    new = stub_request_log[before:]
+    assert {r.path for r in new} == {"/metrics", "/version", "/v1/models", "/health"}
+    assert all(r.method == "GET" for r in new)
+    assert {r.path for r in new} <= ALLOWED_TARGETS
+
+
+def test_route_client_accepts_only_probe_readable_routes() -> None:
+    async def attempt(route: object) -> None:
+        import httpx
+
+        async with httpx.AsyncClient() as client:
+            layer = RouteClient(
+                client, "http://127.0.0.1:9", max_body_bytes=1, timeout_s=1, deadline=0
+            )
+            await layer.get(route)  # type: ignore[arg-type]  # the point: a non-Route is refused
+
+    for bad in (Route.COLLECTIVE_RPC, "/collective_rpc", "/metrics", ("POST", "/metrics")):
+        with pytest.raises(TypeError, match="probe-readable Route"):
+            asyncio.run(attempt(bad))
+
+
+def test_development_routes_off_are_not_requested() -> None:
+    with serve_capture(REAL) as door:
+        readback = _probe(door.url, development_routes=False)
+        paths = {r.path for r in door.requests}
+    for outcome in (readback.server_info, readback.server_info_json, readback.world_size):
+        assert isinstance(outcome, NotRequested)
+    assert "/server_info" not in paths
+    assert isinstance(readback.version, Parsed)
+
+
+def test_dev_routes_404_are_not_found_and_not_parsed(tmp_path: Path) -> None:
+    faults = {r: Fault(status=404, body=b'{"detail":"Not Found"}') for r in DEV_ROUTES}
+    with serve_capture(REAL, faults=faults) as door:
+        readback = _probe(door.url)
+    for outcome in (readback.server_info, readback.server_info_json, readback.world_size):
+        assert isinstance(outcome, NotFound)
+        assert not _is_parsed_or_unparsed(outcome)
+    assert isinstance(readback.version, Parsed)
+    assert isinstance(readback.models, Parsed)
+    assert isinstance(readback.join, JoinEstablished)
+
+
+def test_missing_body_in_directory_is_a_404(tmp_path: Path) -> None:
+    directory = tmp_path / "cap"
+    shutil.copytree(REAL, directory)
+    (directory / "get_world_size.body").unlink()
+    with serve_capture(directory) as door:
+        readback = _probe(door.url)
+    assert isinstance(readback.world_size, NotFound)
+
+
+def test_models_401_without_key_parsed_with_key() -> None:
+    key = "sk-test-very-secret-4417"
+    with serve_capture(REAL, api_key=key) as door:
+        without = _probe(door.url)
+        with_key = _probe(door.url, api_key=key)
+        auth_headers = [dict(r.headers).get("authorization") for r in door.requests]
+    assert isinstance(without.models, Unauthorized)
+    assert without.models.status == 401
+    assert isinstance(without.version, Parsed)
+    assert isinstance(without.metrics, Parsed)
+    assert isinstance(with_key.models, Parsed)
+    assert f"Bearer {key}" in auth_headers
+
+
+def test_api_key_is_recorded_nowhere(tmp_path: Path) -> None:
+    key = "sk-never-recorded-9931"
+    with serve_capture(REAL, api_key=key) as door:
+        batch = probe_sync(door.url, api_key=key)
+    readback = readback_from_batch(batch)
+    assert key not in repr(batch)
+    assert key not in repr(readback)
+    saved = save(batch, tmp_path / "saved")
+    for path in saved.iterdir():
+        assert key.encode() not in path.read_bytes(), path.name
+
+
+def test_credentials_in_url_are_stripped() -> None:
+    with serve_capture(REAL) as door:
+        url = door.url.replace("http://", "http://alice:hunter2@") + "/"
+        batch = probe_sync(url, development_routes=False)
+    assert batch.target == door.url
+    assert "hunter2" not in repr(batch)
+    assert "alice" not in repr(batch)
+
+
+@pytest.mark.parametrize(
+    "url", ["ftp://127.0.0.1:1", "not a url", "http://127.0.0.1:1/?x=1", "http://:80"]
+)
+def test_bad_url_is_input_error(url: str) -> None:
+    with pytest.raises(InputError):
+        clean_target(url)
+
+
+def test_restart_between_metrics_reads_refuses_the_join() -> None:
+    with serve_capture(REAL, restart_after_metrics_reads=1) as door:
+        readback = _probe(door.url)
+    assert isinstance(readback.join, JoinRefused)
+    assert readback.join.reason is JoinRefusal.MARKER_CHANGED
+    assert "1796011852.21" in readback.join.detail
+    assert "1796012852.21" in readback.join.detail
+    # the other routes are still captured and parsed
+    assert isinstance(readback.version, Parsed)
+    assert isinstance(readback.server_info_json, Parsed)
+
+
+def test_absent_marker_refuses_the_join(tmp_path: Path) -> None:
+    directory = tmp_path / "cap"
+    shutil.copytree(REAL, directory)
+    metrics = (directory / "metrics.body").read_bytes()
+    stripped = b"".join(
+        line
+        for line in metrics.splitlines(keepends=True)
+        if not line.startswith(b"process_start_time_seconds")
+    )
+    (directory / "metrics.body").write_bytes(stripped)
+    (directory / "metrics.headers").unlink()
+    with serve_capture(directory) as door:
+        readback = _probe(door.url)
+    assert isinstance(readback.metrics, Parsed)
+    assert isinstance(readback.join, JoinRefused)
+    assert readback.join.reason is JoinRefusal.MARKER_ABSENT
+
+
+def test_failed_bracket_read_refuses_the_join() -> None:
+    with serve_capture(REAL, faults={Route.METRICS: Fault(status=500)}) as door:
+        readback = _probe(door.url)
+    assert isinstance(readback.metrics, HttpError)
+    assert readback.metrics.status == 500
+    assert isinstance(readback.join, JoinRefused)
+    assert readback.join.reason is JoinRefusal.BRACKET_READ_FAILED
+    assert isinstance(readback.version, Parsed)
+
+
+def test_slow_route_times_out_others_still_captured() -> None:
+    with serve_capture(REAL, faults={Route.VERSION: Fault(delay_s=0.6)}) as door:
+        readback = _probe(door.url, timeout=0.2, deadline=5.0)
+    assert isinstance(readback.version, TimedOut)
+    exchange = readback.batch.exchange(Route.VERSION)
+    assert exchange is not None
+    assert exchange.transport is Transport.TIMED_OUT
+    assert exchange.body is None
+    assert isinstance(readback.models, Parsed)
+    assert isinstance(readback.join, JoinEstablished)
+
+
+def test_batch_deadline_bounds_the_whole_read() -> None:
+    with serve_capture(REAL, faults={Route.VERSION: Fault(delay_s=0.6)}) as door:
+        readback = _probe(door.url, timeout=5.0, deadline=0.3)
+    assert isinstance(readback.version, TimedOut)
+    # the closing bracket ran past the deadline, so the join cannot be established
+    assert isinstance(readback.join, JoinRefused)
+    assert readback.join.reason is JoinRefusal.BRACKET_READ_FAILED
+
+
+def test_oversize_body_is_too_large_and_nothing_kept() -> None:
+    faults = {Route.SERVER_INFO: Fault(oversize_bytes=256 * 1024)}
+    with serve_capture(REAL, faults=faults) as door:
+        readback = _probe(door.url, max_body_bytes=128 * 1024)
+    assert isinstance(readback.server_info, TooLarge)
+    assert readback.server_info.limit == 128 * 1024
+    exchange = readback.batch.exchange(Route.SERVER_INFO)
+    assert exchange is not None
+    assert exchange.body is None
+    assert isinstance(readback.server_info_json, Parsed)
+    assert isinstance(readback.metrics, Parsed)
+
+
+def test_redirect_is_recorded_not_followed() -> None:
+    faults = {Route.MODELS: Fault(redirect_to="/collective_rpc")}
+    with serve_capture(REAL, faults=faults) as door:
+        readback = _probe(door.url)
+        paths = [r.path for r in door.requests]
+    assert isinstance(readback.models, Redirected)
+    assert readback.models.status == 302
+    assert readback.models.location == "/collective_rpc"
+    assert "/collective_rpc" not in paths
+    assert isinstance(readback.version, Parsed)
+
+
+def test_garbage_200_is_unparsed_not_parsed() -> None:
+    faults = {Route.GET_WORLD_SIZE: Fault(body=b"<html>oops</html>")}
+    with serve_capture(REAL, faults=faults) as door:
+        readback = _probe(door.url)
+    assert isinstance(readback.world_size, Unparsed)
+    assert readback.world_size.failure.route is Route.GET_WORLD_SIZE
+    assert not _is_parsed_or_unparsed(readback.world_size.failure)
+
+
+def test_health_503_is_a_parsed_answer_about_the_engine() -> None:
+    with serve_capture(REAL, faults={Route.HEALTH: Fault(status=503)}) as door:
+        readback = _probe(door.url)
+    assert isinstance(readback.health, Parsed)
+    assert readback.health.observation.status == 503
+    assert not readback.health.observation.healthy
+
+
+def test_unreachable_server() -> None:
+    with serve_capture(REAL) as door:
+        url = door.url
+    readback = _probe(url, timeout=1.0, deadline=2.0)
+    for outcome in (readback.version, readback.models, readback.metrics, readback.health):
+        assert isinstance(outcome, Unreachable)
+    assert isinstance(readback.join, JoinRefused)
+    assert readback.join.reason is JoinRefusal.BRACKET_READ_FAILED
+    assert readback.batch.bracket_open.role is ExchangeRole.BRACKET_OPEN
+    assert readback.batch.bracket_open.status is None
+
+
+def test_async_probe_is_the_same_read() -> None:
+    with serve_capture(REAL) as door:
+        batch = asyncio.run(probe(door.url, development_routes=False))
+    assert [e.route for e in batch.exchanges] == [Route.VERSION, Route.MODELS, Route.HEALTH]

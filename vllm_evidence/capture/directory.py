@@ -1,0 +1,298 @@
+"""Capture directories: a batch saved as raw bodies plus a manifest, and read back.
+
+Layout (the same stems as the real captures, so a saved directory is also readable
+as a bare one)::
+
+    manifest.json                    schema, batch id, target, one entry per request
+    metrics.body / metrics.headers   the opening bracket read
+    metrics__bracket_close.body      the closing bracket read
+    version.body, v1_models.body, …  one per route read, with <stem>.headers
+
+:func:`load` verifies every body's SHA-256 against the manifest before anything is
+derived, then re-runs the adapters: nothing decided is ever read back from JSON.  A
+directory without ``manifest.json`` is a set of bare bodies and loads as a
+:class:`~vllm_evidence.readback.HistoricalBundle`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from vllm_evidence.capture.batch import (
+    CaptureBatch,
+    Exchange,
+    ExchangeRole,
+    Transport,
+    mint_batch,
+    mint_exchange,
+)
+from vllm_evidence.errors import CaptureIntegrityError, InputError
+from vllm_evidence.readback import (
+    CapturedReadback,
+    HistoricalBundle,
+    historical_bundle,
+    readback_from_batch,
+)
+from vllm_evidence.upstream.routes import Route
+
+__all__ = ["MANIFEST", "MANIFEST_SCHEMA", "load", "save"]
+
+MANIFEST = "manifest.json"
+MANIFEST_SCHEMA = "vllm-evidence/capture-manifest/1"
+_CLOSE_SUFFIX = "__bracket_close"
+_REASONS = {200: "OK", 302: "Found", 401: "Unauthorized", 404: "Not Found"}
+
+
+def _stem(exchange: Exchange) -> str:
+    if exchange.role is ExchangeRole.BRACKET_CLOSE:
+        return exchange.route.stem + _CLOSE_SUFFIX
+    return exchange.route.stem
+
+
+def _headers_text(exchange: Exchange) -> str:
+    reason = _REASONS.get(exchange.status or 0, "")
+    lines = [f"HTTP/1.1 {exchange.status} {reason}".rstrip()]
+    lines += [f"{key}: {value}" for key, value in exchange.headers]
+    return "\n".join(lines) + "\n"
+
+
+def _entry(exchange: Exchange) -> dict[str, Any]:
+    stem = _stem(exchange)
+    return {
+        "route": exchange.route.stem,
+        "role": exchange.role.value,
+        "transport": exchange.transport.value,
+        "status": exchange.status,
+        "headers": [list(pair) for pair in exchange.headers],
+        "body_file": None if exchange.body is None else f"{stem}.body",
+        "headers_file": None if exchange.status is None else f"{stem}.headers",
+        "sha256": exchange.body_sha256,
+        "size": None if exchange.body is None else len(exchange.body),
+        "size_limit": exchange.size_limit,
+        "started_monotonic_ns": exchange.started_monotonic_ns,
+        "ended_monotonic_ns": exchange.ended_monotonic_ns,
+        "started_at": exchange.started_at.isoformat(),
+        "ended_at": exchange.ended_at.isoformat(),
+        "detail": exchange.detail,
+    }
+
+
+def save(capture: CaptureBatch, directory: str | Path) -> Path:
+    """Write ``capture`` to a new ``directory``, atomically; return its path.
+
+    The files are written into a temporary sibling directory that is renamed into
+    place, so ``directory`` either does not exist or holds a whole capture.  An
+    existing ``directory`` is an :class:`InputError`.
+    """
+    final = Path(directory)
+    if final.exists():
+        msg = f"{final} already exists; a capture is saved into a new directory"
+        raise InputError(msg)
+    parent = final.parent
+    if not parent.is_dir():
+        msg = f"{parent} is not a directory"
+        raise InputError(msg)
+    staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=parent))
+    try:
+        entries = []
+        for exchange in capture.all_exchanges():
+            entry = _entry(exchange)
+            if exchange.body is not None:
+                (staging / entry["body_file"]).write_bytes(exchange.body)
+            if entry["headers_file"] is not None:
+                (staging / entry["headers_file"]).write_text(
+                    _headers_text(exchange), encoding="utf-8"
+                )
+            entries.append(entry)
+        manifest = {
+            "schema": MANIFEST_SCHEMA,
+            "batch_id": capture.batch_id,
+            "target": capture.target,
+            "requests": entries,
+        }
+        (staging / MANIFEST).write_text(
+            json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+        )
+        for path in (staging, *staging.iterdir()):
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+        staging.rename(final)
+    except BaseException:
+        for path in staging.iterdir():
+            path.unlink()
+        staging.rmdir()
+        raise
+    return final
+
+
+def _field(entry: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
+    value = entry.get(key)
+    if not isinstance(value, kind) or isinstance(value, bool):
+        msg = f"{where}: manifest field {key!r} is missing or malformed"
+        raise InputError(msg)
+    return value
+
+
+def _exchange(directory: Path, entry: Any, index: int) -> Exchange:
+    where = f"{directory / MANIFEST} requests[{index}]"
+    if not isinstance(entry, dict):
+        msg = f"{where}: not an object"
+        raise InputError(msg)
+    route = Route.from_stem(_field(entry, "route", str, where))
+    if route is None or not route.probe_readable:
+        msg = f"{where}: unknown route"
+        raise InputError(msg)
+    try:
+        role = ExchangeRole(_field(entry, "role", str, where))
+        transport = Transport(_field(entry, "transport", str, where))
+        started_at = datetime.fromisoformat(_field(entry, "started_at", str, where))
+        ended_at = datetime.fromisoformat(_field(entry, "ended_at", str, where))
+    except ValueError as exc:
+        msg = f"{where}: malformed role, transport or timestamp"
+        raise InputError(msg) from exc
+    status = entry.get("status")
+    if status is not None and (not isinstance(status, int) or isinstance(status, bool)):
+        msg = f"{where}: malformed status"
+        raise InputError(msg)
+    headers_raw = _field(entry, "headers", list, where)
+    headers: list[tuple[str, str]] = []
+    for pair in headers_raw:
+        if not (
+            isinstance(pair, list)
+            and len(pair) == 2
+            and all(isinstance(part, str) for part in pair)
+        ):
+            msg = f"{where}: malformed headers"
+            raise InputError(msg)
+        headers.append((pair[0], pair[1]))
+    body: bytes | None = None
+    body_file = entry.get("body_file")
+    if body_file is not None:
+        digest = _field(entry, "sha256", str, where)
+        if not isinstance(body_file, str) or Path(body_file).name != body_file:
+            msg = f"{where}: malformed body_file"
+            raise InputError(msg)
+        path = directory / body_file
+        try:
+            body = path.read_bytes()
+        except OSError as exc:
+            msg = f"{path}: listed in the manifest but unreadable ({exc.strerror})"
+            raise CaptureIntegrityError(msg) from exc
+        actual = hashlib.sha256(body).hexdigest()
+        if actual != digest:
+            msg = (
+                f"{path}: SHA-256 {actual} does not match the manifest's {digest}; "
+                "the capture was altered and nothing is derived from it"
+            )
+            raise CaptureIntegrityError(msg)
+    try:
+        return mint_exchange(
+            route=route,
+            role=role,
+            transport=transport,
+            status=status,
+            headers=tuple(headers),
+            body=body,
+            size_limit=_field(entry, "size_limit", int, where),
+            started_monotonic_ns=_field(entry, "started_monotonic_ns", int, where),
+            ended_monotonic_ns=_field(entry, "ended_monotonic_ns", int, where),
+            started_at=started_at,
+            ended_at=ended_at,
+            detail=_field(entry, "detail", str, where),
+        )
+    except ValueError as exc:
+        msg = f"{where}: {exc}"
+        raise InputError(msg) from exc
+
+
+def _load_manifest(directory: Path) -> CapturedReadback:
+    try:
+        manifest = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        msg = f"{directory / MANIFEST}: not a readable JSON manifest"
+        raise InputError(msg) from exc
+    if not isinstance(manifest, dict) or manifest.get("schema") != MANIFEST_SCHEMA:
+        msg = f"{directory / MANIFEST}: not a {MANIFEST_SCHEMA} manifest"
+        raise InputError(msg)
+    where = str(directory / MANIFEST)
+    requests = _field(manifest, "requests", list, where)
+    exchanges = [_exchange(directory, entry, i) for i, entry in enumerate(requests)]
+    opening = [e for e in exchanges if e.role is ExchangeRole.BRACKET_OPEN]
+    closing = [e for e in exchanges if e.role is ExchangeRole.BRACKET_CLOSE]
+    middle = tuple(e for e in exchanges if e.role is ExchangeRole.ROUTE)
+    if len(opening) != 1 or len(closing) != 1:
+        msg = f"{where}: a capture has exactly one opening and one closing /metrics read"
+        raise InputError(msg)
+    try:
+        batch = mint_batch(
+            batch_id=_field(manifest, "batch_id", str, where),
+            target=_field(manifest, "target", str, where),
+            bracket_open=opening[0],
+            exchanges=middle,
+            bracket_close=closing[0],
+        )
+    except ValueError as exc:
+        msg = f"{where}: {exc}"
+        raise InputError(msg) from exc
+    return readback_from_batch(batch)
+
+
+def _status_line(path: Path) -> int | None:
+    try:
+        first = path.read_text(encoding="utf-8").partition("\n")[0]
+    except (OSError, UnicodeDecodeError) as exc:
+        msg = f"{path}: unreadable headers file"
+        raise InputError(msg) from exc
+    parts = first.split()
+    if len(parts) >= 2 and parts[0].startswith("HTTP/") and parts[1].isdigit():
+        return int(parts[1])
+    msg = f"{path}: first line is not an HTTP status line"
+    raise InputError(msg)
+
+
+def _load_bare(directory: Path) -> HistoricalBundle:
+    bodies: dict[Route, bytes] = {}
+    statuses: dict[Route, int] = {}
+    for route in Route:
+        if not route.probe_readable:
+            continue
+        body_path = directory / f"{route.stem}.body"
+        headers_path = directory / f"{route.stem}.headers"
+        if body_path.is_file():
+            bodies[route] = body_path.read_bytes()
+        if headers_path.is_file():
+            status = _status_line(headers_path)
+            if status is not None:
+                statuses[route] = status
+    if not bodies and not statuses:
+        msg = (
+            f"{directory}: no {MANIFEST} and no <route>.body files "
+            "(version.body, v1_models.body, metrics.body, …)"
+        )
+        raise InputError(msg)
+    return historical_bundle(bodies, statuses=statuses)
+
+
+def load(directory: str | Path) -> CapturedReadback | HistoricalBundle:
+    """Read a capture directory back, re-deriving every observation from its bytes.
+
+    With ``manifest.json``: every body's SHA-256 is checked first (a mismatch raises
+    :class:`CaptureIntegrityError` and nothing is derived), then the batch is rebuilt
+    and its adapters re-run.  Without: the bare bodies load as a historical bundle.
+    """
+    path = Path(directory)
+    if not path.is_dir():
+        msg = f"{path}: not a directory"
+        raise InputError(msg)
+    if (path / MANIFEST).exists():
+        return _load_manifest(path)
+    return _load_bare(path)

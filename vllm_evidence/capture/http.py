@@ -1,0 +1,249 @@
+"""The read-only front-door probe: one bracketed batch of GETs over a closed route set.
+
+The HTTP layer here can be asked for a :class:`~vllm_evidence.upstream.routes.Route`
+and nothing else: no free path, no method.  Every request is a GET to
+``route.target``; redirects are not followed; bodies are streamed and cut off at a
+cap; the API key travels only in the ``Authorization`` header and is kept nowhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import uuid
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Final, final
+
+from vllm_evidence.capture.batch import (
+    CaptureBatch,
+    Exchange,
+    ExchangeRole,
+    Transport,
+    mint_batch,
+    mint_exchange,
+)
+from vllm_evidence.errors import InputError
+from vllm_evidence.upstream.routes import PROBE_ROUTES, Route
+
+if TYPE_CHECKING:
+    import httpx
+
+__all__ = [
+    "DEFAULT_DEADLINE_S",
+    "DEFAULT_MAX_BODY_BYTES",
+    "DEFAULT_TIMEOUT_S",
+    "RouteClient",
+    "clean_target",
+    "probe",
+    "probe_sync",
+]
+
+DEFAULT_MAX_BODY_BYTES: Final = 8 * 1024 * 1024
+DEFAULT_TIMEOUT_S: Final = 10.0
+DEFAULT_DEADLINE_S: Final = 30.0
+
+_CORE_ROUTES = (Route.VERSION, Route.MODELS, Route.HEALTH)
+
+
+def clean_target(url: str) -> str:
+    """The base URL to read, credentials removed; :class:`InputError` if it is not one.
+
+    ``http://user:pw@host:8000/prefix/`` becomes ``http://host:8000/prefix``.  A query
+    or fragment is refused: the probe appends only the closed routes' own targets.
+    """
+    import httpx
+
+    try:
+        parsed = httpx.URL(url)
+    except (httpx.InvalidURL, TypeError) as exc:
+        msg = "not a URL (expected http://host:port or https://host:port)"
+        raise InputError(msg) from exc
+    if parsed.scheme not in ("http", "https") or not parsed.host:
+        msg = "not an http(s) URL with a host (expected http://host:port)"
+        raise InputError(msg)
+    if parsed.query or parsed.fragment:
+        msg = "the server URL must not carry a query or fragment"
+        raise InputError(msg)
+    host = f"[{parsed.host}]" if ":" in parsed.host else parsed.host
+    port = f":{parsed.port}" if parsed.port is not None else ""
+    path = parsed.path.rstrip("/")
+    return f"{parsed.scheme}://{host}{port}{path}"
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+@final
+class RouteClient:
+    """The closed-route HTTP layer: GET one probe-readable :class:`Route`, nothing else."""
+
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        target: str,
+        *,
+        max_body_bytes: int,
+        timeout_s: float,
+        deadline: float,
+    ) -> None:
+        self._client = client
+        self._target = target
+        self._max_body_bytes = max_body_bytes
+        self._timeout_s = timeout_s
+        self._deadline = deadline
+
+    async def get(self, route: Route, role: ExchangeRole = ExchangeRole.ROUTE) -> Exchange:
+        """GET ``route`` and return the exchange, whatever happened."""
+        if not isinstance(route, Route) or not route.probe_readable:  # type: ignore[redundant-expr]  # callers outside mypy can pass anything
+            msg = f"the probe reads only probe-readable Route members, not {route!r}"
+            raise TypeError(msg)
+        import httpx
+
+        started_ns = time.monotonic_ns()
+        started_at = _utc_now()
+        status: int | None = None
+        headers: tuple[tuple[str, str], ...] = ()
+        body: bytes | None = None
+        transport = Transport.ANSWERED
+        detail = ""
+        remaining = self._deadline - time.monotonic()
+        budget = min(self._timeout_s, remaining)
+        try:
+            if budget <= 0:
+                transport = Transport.TIMED_OUT
+                detail = "the batch deadline passed before this request was sent"
+            else:
+                async with asyncio.timeout(budget):
+                    async with self._client.stream(
+                        "GET", self._target + route.target, follow_redirects=False
+                    ) as response:
+                        status = response.status_code
+                        headers = tuple(response.headers.items())
+                        chunks: list[bytes] = []
+                        size = 0
+                        declared = response.headers.get("content-length", "")
+                        if declared.isdigit() and int(declared) > self._max_body_bytes:
+                            transport = Transport.TOO_LARGE
+                        else:
+                            async for chunk in response.aiter_raw():
+                                size += len(chunk)
+                                if size > self._max_body_bytes:
+                                    transport = Transport.TOO_LARGE
+                                    break
+                                chunks.append(chunk)
+                        if transport is Transport.TOO_LARGE:
+                            detail = f"body larger than {self._max_body_bytes} bytes"
+                        else:
+                            body = b"".join(chunks)
+        except (TimeoutError, httpx.TimeoutException) as exc:
+            transport, body = Transport.TIMED_OUT, None
+            detail = f"no complete answer within {budget:.3g}s ({type(exc).__name__})"
+        except httpx.TransportError as exc:
+            transport, body = Transport.UNREACHABLE, None
+            detail = f"{type(exc).__name__}: {exc}"
+        return mint_exchange(
+            route=route,
+            role=role,
+            transport=transport,
+            status=status if transport is not Transport.UNREACHABLE else None,
+            headers=headers,
+            body=body,
+            size_limit=self._max_body_bytes,
+            started_monotonic_ns=started_ns,
+            ended_monotonic_ns=time.monotonic_ns(),
+            started_at=started_at,
+            ended_at=_utc_now(),
+            detail=detail,
+        )
+
+
+async def probe(
+    url: str,
+    *,
+    api_key: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    deadline: float = DEFAULT_DEADLINE_S,
+    development_routes: bool = True,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    verify: bool = True,
+    sent: list[tuple[str, str]] | None = None,
+) -> CaptureBatch:
+    """Read one front door: ``/metrics``, then the other routes concurrently, then ``/metrics``.
+
+    ``timeout`` bounds each request and ``deadline`` the whole batch (seconds).
+    ``development_routes`` adds ``/server_info`` (both forms) and ``/get_world_size``.
+    ``verify`` is TLS certificate verification (on by default).  When ``sent`` is
+    given, ``(method, path)`` of every request put on the wire is appended to it.
+    Raises :class:`InputError` for a URL that is not one; every other failure is an
+    exchange's outcome, never an exception.
+    """
+    import httpx
+
+    target = clean_target(url)
+    if timeout <= 0 or deadline <= 0 or max_body_bytes <= 0:
+        msg = "timeout, deadline and max_body_bytes must be positive"
+        raise InputError(msg)
+    headers = {"Accept": "*/*", "Accept-Encoding": "identity", "User-Agent": "vllm-evidence"}
+    if api_key is not None:
+        headers["Authorization"] = f"Bearer {api_key}"
+    routes = [
+        r
+        for r in PROBE_ROUTES
+        if r is not Route.METRICS and (r in _CORE_ROUTES or development_routes)
+    ]
+    wire: list[tuple[str, str]] = []
+
+    async def record(request: httpx.Request) -> None:
+        wire.append((request.method, request.url.raw_path.decode("ascii")))
+
+    end = time.monotonic() + deadline
+    async with httpx.AsyncClient(
+        headers=headers,
+        verify=verify,
+        follow_redirects=False,
+        timeout=httpx.Timeout(timeout),
+        trust_env=False,
+        event_hooks={"request": [record]},
+    ) as client:
+        layer = RouteClient(
+            client, target, max_body_bytes=max_body_bytes, timeout_s=timeout, deadline=end
+        )
+        opening = await layer.get(Route.METRICS, ExchangeRole.BRACKET_OPEN)
+        middle = await asyncio.gather(*(layer.get(r) for r in routes))
+        closing = await layer.get(Route.METRICS, ExchangeRole.BRACKET_CLOSE)
+    if sent is not None:
+        sent.extend(wire)
+    return mint_batch(
+        batch_id=uuid.uuid4().hex,
+        target=target,
+        bracket_open=opening,
+        exchanges=tuple(middle),
+        bracket_close=closing,
+    )
+
+
+def probe_sync(
+    url: str,
+    *,
+    api_key: str | None = None,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    deadline: float = DEFAULT_DEADLINE_S,
+    development_routes: bool = True,
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
+    verify: bool = True,
+    sent: list[tuple[str, str]] | None = None,
+) -> CaptureBatch:
+    """:func:`probe`, run to completion on a fresh event loop."""
+    return asyncio.run(
+        probe(
+            url,
+            api_key=api_key,
+            timeout=timeout,
+            deadline=deadline,
+            development_routes=development_routes,
+            max_body_bytes=max_body_bytes,
+            verify=verify,
+            sent=sent,
+        )
+    )

@@ -1,0 +1,198 @@
+"""Readbacks: one server's front-door observations, grouped by route, with a join status.
+
+* :class:`CapturedReadback` is built from one :class:`~vllm_evidence.capture.batch.CaptureBatch`;
+  its join status is derived from the batch's ``/metrics`` bracket.
+* :class:`HistoricalBundle` is built from bodies a caller supplies; its join is
+  :class:`~vllm_evidence.capture.batch.JoinRefused` with ``CALLER_ASSEMBLED``, always:
+  nothing can make it joined.
+
+Each holds one ``/version`` outcome, read once: a readback that would name two builds
+has no constructor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import TypeVar, final
+
+import attrs
+
+from vllm_evidence._seal import Sealed, minter
+from vllm_evidence.adapters.failure import BodyParseFailure
+from vllm_evidence.adapters.health import HealthAnswer
+from vllm_evidence.adapters.metrics import MetricsObservation, parse_metrics
+from vllm_evidence.adapters.models import ServedModels, parse_models
+from vllm_evidence.adapters.server_info import (
+    ServerInfo,
+    parse_server_info_json,
+    parse_server_info_text,
+)
+from vllm_evidence.adapters.version import SelfReportedVersion, parse_version
+from vllm_evidence.adapters.world_size import WorldSizeProduct, parse_world_size
+from vllm_evidence.capture.batch import (
+    CaptureBatch,
+    JoinRefusal,
+    JoinRefused,
+    JoinStatus,
+    Outcome,
+    Transport,
+    derive_join,
+    derive_outcome,
+    exchange_outcome,
+    health_outcome,
+    metrics_outcome,
+    not_requested,
+    refuse_join,
+)
+from vllm_evidence.errors import InputError
+from vllm_evidence.upstream.routes import Route
+
+T = TypeVar("T")
+
+__all__ = ["CapturedReadback", "HistoricalBundle", "historical_bundle", "readback_from_batch"]
+
+
+@final
+@attrs.frozen(init=False)
+class CapturedReadback(Sealed):
+    """What one bracketed probe batch observed, route by route."""
+
+    __public_constructor__ = "vllm_evidence.readback.readback_from_batch()"
+
+    batch: CaptureBatch
+    join: JoinStatus
+    """Derived from the two ``/metrics`` reads that bracket the batch."""
+    version: Outcome[SelfReportedVersion]
+    models: Outcome[ServedModels]
+    metrics: Outcome[MetricsObservation]
+    """The opening bracket's ``/metrics`` read."""
+    health: Outcome[HealthAnswer]
+    server_info: Outcome[ServerInfo]
+    server_info_json: Outcome[ServerInfo]
+    world_size: Outcome[WorldSizeProduct]
+
+
+_mint_captured = minter(CapturedReadback, CapturedReadback.__attrs_init__)
+
+
+def readback_from_batch(batch: CaptureBatch) -> CapturedReadback:
+    """Run every route's adapter over a batch and derive its join status."""
+    opening = metrics_outcome(batch.bracket_open)
+    closing = metrics_outcome(batch.bracket_close)
+
+    def health() -> Outcome[HealthAnswer]:
+        exchange = batch.exchange(Route.HEALTH)
+        if exchange is None:
+            return not_requested(Route.HEALTH)
+        return health_outcome(
+            Route.HEALTH,
+            transport=exchange.transport,
+            status=exchange.status,
+            location=exchange.header("location"),
+            detail=exchange.detail,
+            size_limit=exchange.size_limit,
+        )
+
+    version_ex = batch.exchange(Route.VERSION)
+    models_ex = batch.exchange(Route.MODELS)
+    text_ex = batch.exchange(Route.SERVER_INFO)
+    json_ex = batch.exchange(Route.SERVER_INFO_JSON)
+    world_ex = batch.exchange(Route.GET_WORLD_SIZE)
+    return _mint_captured(
+        batch=batch,
+        join=derive_join(opening, closing),
+        version=not_requested(Route.VERSION)
+        if version_ex is None
+        else exchange_outcome(version_ex, parse_version),
+        models=not_requested(Route.MODELS)
+        if models_ex is None
+        else exchange_outcome(models_ex, parse_models),
+        metrics=opening,
+        health=health(),
+        server_info=not_requested(Route.SERVER_INFO)
+        if text_ex is None
+        else exchange_outcome(text_ex, parse_server_info_text),
+        server_info_json=not_requested(Route.SERVER_INFO_JSON)
+        if json_ex is None
+        else exchange_outcome(json_ex, parse_server_info_json),
+        world_size=not_requested(Route.GET_WORLD_SIZE)
+        if world_ex is None
+        else exchange_outcome(world_ex, parse_world_size),
+    )
+
+
+@final
+@attrs.frozen(init=False)
+class HistoricalBundle(Sealed):
+    """Bodies a caller supplied, parsed route by route.  Never joined."""
+
+    __public_constructor__ = "vllm_evidence.readback.historical_bundle()"
+
+    version: Outcome[SelfReportedVersion]
+    models: Outcome[ServedModels]
+    metrics: Outcome[MetricsObservation]
+    health: Outcome[HealthAnswer]
+    server_info: Outcome[ServerInfo]
+    server_info_json: Outcome[ServerInfo]
+    world_size: Outcome[WorldSizeProduct]
+
+    @property
+    def join(self) -> JoinRefused:
+        """Always refused: caller-assembled bodies carry no incarnation bracket."""
+        return refuse_join(
+            JoinRefusal.CALLER_ASSEMBLED,
+            "bodies supplied by a caller were not read in one bracketed batch",
+        )
+
+
+_mint_historical = minter(HistoricalBundle, HistoricalBundle.__attrs_init__)
+
+
+def historical_bundle(
+    bodies: Mapping[Route, bytes], *, statuses: Mapping[Route, int] | None = None
+) -> HistoricalBundle:
+    """Parse caller-supplied bodies; a route with no body is :class:`NotRequested`.
+
+    ``statuses`` gives a route's HTTP status (default 200), so a saved 404 stays a
+    404.  ``/health`` may be given by status alone.  ``/collective_rpc`` is refused.
+    """
+    given = dict(statuses or {})
+    for route in (*bodies, *given):
+        if not isinstance(route, Route) or not route.probe_readable:  # type: ignore[redundant-expr]  # callers outside mypy can pass anything
+            msg = f"{route!r} is not a front-door route this package reads"
+            raise InputError(msg)
+
+    def one(route: Route, adapter: Callable[[bytes], T | BodyParseFailure]) -> Outcome[T]:
+        if route not in bodies and route not in given:
+            return not_requested(route)
+        return derive_outcome(
+            route,
+            transport=Transport.ANSWERED,
+            status=given.get(route, 200),
+            body=bodies.get(route, b""),
+            location=None,
+            detail="",
+            size_limit=len(bodies.get(route, b"")),
+            adapter=adapter,
+        )
+
+    if Route.HEALTH in bodies or Route.HEALTH in given:
+        health: Outcome[HealthAnswer] = health_outcome(
+            Route.HEALTH,
+            transport=Transport.ANSWERED,
+            status=given.get(Route.HEALTH, 200),
+            location=None,
+            detail="",
+            size_limit=0,
+        )
+    else:
+        health = not_requested(Route.HEALTH)
+    return _mint_historical(
+        version=one(Route.VERSION, parse_version),
+        models=one(Route.MODELS, parse_models),
+        metrics=one(Route.METRICS, parse_metrics),
+        health=health,
+        server_info=one(Route.SERVER_INFO, parse_server_info_text),
+        server_info_json=one(Route.SERVER_INFO_JSON, parse_server_info_json),
+        world_size=one(Route.GET_WORLD_SIZE, parse_world_size),
+    )

@@ -1,0 +1,1 @@
+"""Test support that this package ships: the stub front door."""
