@@ -1,0 +1,92 @@
+"""Decisions: the only place where a claim is established, reported or refused.
+
+Each decision takes one server's :class:`~vllm_evidence.decisions._sources.Evidence`
+and returns a closed union of sealed types — an established arm and refusal arms
+named after the earliest missing piece of evidence — each carrying the law it used.
+Use :func:`vllm_evidence.assess` to run them all; match on the class first, then on
+the ``reason`` enum, and end with ``assert_never``.
+"""
+
+from __future__ import annotations
+
+from vllm_evidence.decisions._sources import Evidence, Source, SourceKind
+from vllm_evidence.decisions.capacity import (
+    CapacityDecision,
+    CapacityEstablished,
+    CapacityReason,
+    CapacityRefused,
+    CapacityReported,
+    EngineCapacity,
+    decide_capacity,
+)
+from vllm_evidence.decisions.health import (
+    HealthCoverageDecision,
+    HealthCoverageEstablished,
+    HealthCoverageRefused,
+    HealthReason,
+    decide_health_coverage,
+)
+from vllm_evidence.decisions.identity import (
+    Derivation,
+    IdentityReason,
+    ServedIdentityDecision,
+    ServedIdentityEstablished,
+    ServedIdentityRefused,
+    ServedName,
+    decide_served_identity,
+    derivation,
+)
+from vllm_evidence.decisions.join import (
+    FrontDoorJoinDecision,
+    JoinedIncarnation,
+    JoinReason,
+    JoinUnestablished,
+    decide_front_door_join,
+)
+from vllm_evidence.decisions.parallel import (
+    ParallelDecision,
+    ParallelEstablished,
+    ParallelReason,
+    ParallelRefused,
+    PresentRank,
+    ResolvedParallel,
+    decide_parallel,
+)
+
+__all__ = [
+    "CapacityDecision",
+    "CapacityEstablished",
+    "CapacityReason",
+    "CapacityRefused",
+    "CapacityReported",
+    "Derivation",
+    "EngineCapacity",
+    "Evidence",
+    "FrontDoorJoinDecision",
+    "HealthCoverageDecision",
+    "HealthCoverageEstablished",
+    "HealthCoverageRefused",
+    "HealthReason",
+    "IdentityReason",
+    "JoinReason",
+    "JoinUnestablished",
+    "JoinedIncarnation",
+    "ParallelDecision",
+    "ParallelEstablished",
+    "ParallelReason",
+    "ParallelRefused",
+    "PresentRank",
+    "ResolvedParallel",
+    "ServedIdentityDecision",
+    "ServedIdentityEstablished",
+    "ServedIdentityRefused",
+    "ServedName",
+    "Source",
+    "SourceKind",
+    "decide_capacity",
+    "decide_front_door_join",
+    "decide_health_coverage",
+    "decide_parallel",
+    "decide_served_identity",
+    "derivation",
+]

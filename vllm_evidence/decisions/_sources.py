@@ -1,0 +1,140 @@
+"""What the decisions read: one server's evidence, by source, with the version each carries.
+
+Every decision takes an :class:`Evidence` — the front-door readback (or ``None``) and
+one launch of a startup log (or ``None``) — and reads observations only through the
+helpers here, so that "which source said this, and which release scopes it" has one
+answer everywhere:
+
+* a front-door fact is scoped by ``/version`` of the same readback;
+* a log fact is scoped by the version the same launch printed;
+* a front-door fact and a log fact are never joined into one claim: nothing over HTTP
+  witnesses that a log belongs to the serving process (no pid, no engine id), so the
+  cross-source join is never established by this version of the library.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import TypeVar, final
+
+import attrs
+from packaging.version import Version
+
+from vllm_evidence._seal import Sealed, minter
+from vllm_evidence.adapters.models import ServedModels
+from vllm_evidence.adapters.server_info import ServerInfo
+from vllm_evidence.adapters.startup_log import ProcessTag
+from vllm_evidence.capture.batch import Outcome, Parsed
+from vllm_evidence.capture.startup_log import Launch
+from vllm_evidence.readback import CapturedReadback, HistoricalBundle
+from vllm_evidence.upstream import ReleaseLaws, VersionNotEstablished, laws_for
+
+__all__ = ["Evidence", "FrontDoor", "Source", "SourceKind"]
+
+FrontDoor = CapturedReadback | HistoricalBundle
+"""A front-door readback: one bracketed probe batch, or caller-supplied bodies."""
+
+ObsT = TypeVar("ObsT")
+
+
+class SourceKind(enum.Enum):
+    """Which source an observation came from."""
+
+    FRONT_DOOR = "front_door"
+    STARTUP_LOG = "startup_log"
+
+
+@final
+@attrs.frozen(init=False)
+class Source(Sealed):
+    """Where a decision's evidence sits: a route, or a launch's line."""
+
+    __public_constructor__ = "vllm_evidence.assess()"
+
+    kind: SourceKind
+    where: str
+    """``"GET /server_info?config_format=json"`` or ``"log launch 0, line 20 (EngineCore)"``."""
+
+    def __str__(self) -> str:
+        return self.where
+
+
+_mint_source = minter(Source, Source.__attrs_init__)
+
+
+def route_source(target: str) -> Source:
+    """The provenance of a front-door observation."""
+    return _mint_source(kind=SourceKind.FRONT_DOOR, where=f"GET {target}")
+
+
+def log_source(launch: Launch, line: int, process: ProcessTag | None = None) -> Source:
+    """The provenance of a log observation."""
+    who = f" ({process.text})" if process is not None else ""
+    return _mint_source(
+        kind=SourceKind.STARTUP_LOG, where=f"log launch {launch.index}, line {line}{who}"
+    )
+
+
+def parsed(outcome: Outcome[ObsT]) -> ObsT | None:
+    """The observation of a parsed arm; ``None`` for every other arm."""
+    return outcome.observation if isinstance(outcome, Parsed) else None
+
+
+def arm_name(outcome: object) -> str:
+    """A route outcome's arm in snake case (``not_found``, ``unauthorized``, …)."""
+    name = type(outcome).__name__
+    return "".join(f"_{c.lower()}" if c.isupper() else c for c in name).lstrip("_")
+
+
+@final
+@attrs.frozen(init=False)
+class Evidence(Sealed):
+    """One server's evidence: a front-door readback and/or one launch of its log."""
+
+    __public_constructor__ = "vllm_evidence.assess()"
+
+    front_door: FrontDoor | None
+    launch: Launch | None
+
+    def front_door_version(self) -> Version | None:
+        """``/version`` of the readback, when parsed."""
+        if self.front_door is None:
+            return None
+        observed = parsed(self.front_door.version)
+        return observed.version if observed is not None else None
+
+    def launch_version(self) -> Version | None:
+        """The version the launch printed, when every version line agrees."""
+        if self.launch is None:
+            return None
+        observed = self.launch.version
+        return observed.version if observed is not None else None
+
+    def server_info(self) -> tuple[ServerInfo, Source] | None:
+        """Parsed ``/server_info``: the JSON form when it parsed, else the text form."""
+        if self.front_door is None:
+            return None
+        json_form = parsed(self.front_door.server_info_json)
+        if json_form is not None:
+            return json_form, route_source("/server_info?config_format=json")
+        text_form = parsed(self.front_door.server_info)
+        if text_form is not None:
+            return text_form, route_source("/server_info")
+        return None
+
+    def models(self) -> ServedModels | None:
+        """Parsed ``/v1/models``."""
+        return parsed(self.front_door.models) if self.front_door is not None else None
+
+
+_mint_evidence = minter(Evidence, Evidence.__attrs_init__)
+
+
+def gather(front_door: FrontDoor | None, launch: Launch | None) -> Evidence:
+    """Bundle a server's sources (package-internal: :func:`vllm_evidence.assess`)."""
+    return _mint_evidence(front_door=front_door, launch=launch)
+
+
+def scope(version: Version | None) -> ReleaseLaws | VersionNotEstablished | None:
+    """The laws for a version, ``None`` when the version is unobserved."""
+    return None if version is None else laws_for(version)

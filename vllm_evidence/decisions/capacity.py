@@ -1,0 +1,421 @@
+"""KV-cache capacity: how many tokens each DP engine can hold, and on whose authority.
+
+The sources and their authority depend on the release (see the capacity laws):
+
+* the startup log's capacity line is group-aware from 0.27 (authoritative); before
+  that it is computed without regard to KV-cache groups and misreports hybrid models
+  (*reported*, never established), and up to 0.11 it is logged once per worker before
+  the minimum over ranks;
+* the ``kv_cache_size_tokens`` label of ``vllm:cache_config_info`` (from 0.27) is the
+  same group-aware figure, per DP engine (label ``engine``);
+* V0's ``# GPU blocks`` line gives tokens only with the block size of the same launch;
+* ``num_gpu_blocks × block_size`` from the labels is never a V1 capacity: the blocks
+  are summed over DP engines and the block size is a minimum over groups.
+
+When the log and the label disagree the decision says so and picks neither.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Sequence
+from typing import TypeAlias, final
+
+import attrs
+from packaging.version import Version
+
+from vllm_evidence._seal import Sealed, minter
+from vllm_evidence.adapters.metrics import MetricsObservation
+from vllm_evidence.adapters.startup_log import CapacityFormat, ProcessTag
+from vllm_evidence.capture.startup_log import Launch
+from vllm_evidence.decisions._sources import (
+    Evidence,
+    Source,
+    log_source,
+    parsed,
+    route_source,
+    scope,
+)
+from vllm_evidence.measure import BlockCount, Concurrency, MeasureParseFailure, TokenCount
+from vllm_evidence.upstream import (
+    CapacityAuthority,
+    CapacityLaw,
+    CapacitySource,
+    LawNotEstablished,
+    ReleaseLaws,
+)
+
+__all__ = [
+    "CapacityDecision",
+    "CapacityEstablished",
+    "CapacityReason",
+    "CapacityRefused",
+    "CapacityReported",
+    "EngineCapacity",
+]
+
+
+class CapacityReason(enum.Enum):
+    """Why capacity is established, only reported, or refused (earliest first)."""
+
+    ESTABLISHED = "established"
+    CAPACITY_UNOBSERVED = "capacity_unobserved"
+    VERSION_UNOBSERVED = "version_unobserved"
+    VERSION_NOT_ESTABLISHED = "version_not_established"
+    LAW_NOT_ESTABLISHED = "law_not_established"
+    BLOCK_SIZE_UNOBSERVED = "block_size_unobserved"
+    INSUFFICIENT_AUTHORITY = "insufficient_authority"
+    SOURCES_DISAGREE = "sources_disagree"
+    NOT_GROUP_AWARE = "not_group_aware"
+    PER_WORKER_BEFORE_REDUCTION = "per_worker_before_reduction"
+
+
+@final
+@attrs.frozen(init=False)
+class EngineCapacity(Sealed):
+    """One DP engine's token capacity from one source."""
+
+    __public_constructor__ = "vllm_evidence.decisions.decide_capacity()"
+
+    engine: str
+    """The DP engine index as vLLM names it (``"0"``)."""
+    tokens: TokenCount
+    max_concurrency: Concurrency | None
+    max_model_len: TokenCount | None
+    source_kind: CapacitySource
+    source: Source
+
+
+_mint_engine = minter(EngineCapacity, EngineCapacity.__attrs_init__)
+
+
+@final
+@attrs.frozen(init=False)
+class CapacityEstablished(Sealed):
+    """Authoritative token capacity per DP engine."""
+
+    __public_constructor__ = "vllm_evidence.decisions.decide_capacity()"
+
+    engines: tuple[EngineCapacity, ...]
+    laws: tuple[CapacityLaw, ...]
+    corroborated_by: tuple[EngineCapacity, ...]
+    """A second authoritative source that gave the same figures (log and label)."""
+
+    @property
+    def reason(self) -> CapacityReason:
+        """Always :attr:`CapacityReason.ESTABLISHED`."""
+        return CapacityReason.ESTABLISHED
+
+    @property
+    def detail(self) -> str:
+        """One line for a person."""
+        parts = ", ".join(f"engine {e.engine}: {e.tokens} ({e.source})" for e in self.engines)
+        agree = " — the log and the label agree" if self.corroborated_by else ""
+        return f"{parts}{agree}"
+
+
+@final
+@attrs.frozen(init=False)
+class CapacityReported(Sealed):
+    """A token figure the release prints, but which is not an authoritative capacity."""
+
+    __public_constructor__ = "vllm_evidence.decisions.decide_capacity()"
+
+    reason: CapacityReason
+    detail: str
+    remedy: str
+    engines: tuple[EngineCapacity, ...]
+    laws: tuple[CapacityLaw, ...]
+
+
+@final
+@attrs.frozen(init=False)
+class CapacityRefused(Sealed):
+    """Capacity is not established, and the earliest missing piece."""
+
+    __public_constructor__ = "vllm_evidence.decisions.decide_capacity()"
+
+    reason: CapacityReason
+    detail: str
+    remedy: str
+    engines: tuple[EngineCapacity, ...]
+    """Figures seen but not accepted (e.g. both sides of a disagreement)."""
+    laws: tuple[CapacityLaw | LawNotEstablished, ...]
+
+
+CapacityDecision: TypeAlias = CapacityEstablished | CapacityReported | CapacityRefused
+
+_mint_established = minter(CapacityEstablished, CapacityEstablished.__attrs_init__)
+_mint_reported = minter(CapacityReported, CapacityReported.__attrs_init__)
+_mint_refused = minter(CapacityRefused, CapacityRefused.__attrs_init__)
+
+
+def _engine_of(process: ProcessTag | None) -> str:
+    """DP engine index from a process tag (``EngineCore_DP1`` → ``"1"``; else ``"0"``)."""
+    name = process.name if process is not None and process.name else ""
+    for marker in ("EngineCore_DP", "EngineCore_"):
+        if name.startswith(marker) and name[len(marker) :].isdigit():
+            return name[len(marker) :]
+    return "0"
+
+
+def _label_figures(
+    metrics: MetricsObservation, max_model_len: TokenCount | None
+) -> list[EngineCapacity]:
+    out: list[EngineCapacity] = []
+    for series in metrics.cache_config_info:
+        tokens = TokenCount.parse(series.label("kv_cache_size_tokens") or "")
+        if isinstance(tokens, MeasureParseFailure):
+            continue
+        concurrency_text = series.label("kv_cache_max_concurrency")
+        concurrency = Concurrency.parse(concurrency_text) if concurrency_text else None
+        out.append(
+            _mint_engine(
+                engine=series.engine or "0",
+                tokens=tokens,
+                max_concurrency=concurrency if isinstance(concurrency, Concurrency) else None,
+                max_model_len=max_model_len,
+                source_kind=CapacitySource.LABEL_KV_CACHE_SIZE_TOKENS,
+                source=route_source("/metrics"),
+            )
+        )
+    return out
+
+
+def _product_figures(metrics: MetricsObservation) -> list[tuple[str, BlockCount, TokenCount]]:
+    out = []
+    for series in metrics.cache_config_info:
+        blocks = BlockCount.parse(series.label("num_gpu_blocks") or "")
+        size = TokenCount.parse(series.label("block_size") or "")
+        if isinstance(blocks, BlockCount) and isinstance(size, TokenCount):
+            out.append((series.engine or "0", blocks, size))
+    return out
+
+
+def _log_figures(launch: Launch) -> list[EngineCapacity]:
+    out = []
+    for obs in launch.capacity:
+        if obs.format is CapacityFormat.V0_BLOCKS or obs.tokens is None:
+            continue
+        out.append(
+            _mint_engine(
+                engine=_engine_of(obs.process),
+                tokens=obs.tokens,
+                max_concurrency=obs.max_concurrency,
+                max_model_len=obs.max_model_len,
+                source_kind=CapacitySource.LOG_CAPACITY_LINE,
+                source=log_source(launch, obs.line, obs.process),
+            )
+        )
+    return out
+
+
+def _block_size_of(launch: Launch) -> TokenCount | None:
+    for args in launch.non_default_args:
+        text = args.get("block_size")
+        if text is not None:
+            parsed_size = TokenCount.parse(text)
+            if isinstance(parsed_size, TokenCount):
+                return parsed_size
+    for config in launch.engine_configs:
+        text = config.get("block_size")
+        if text is not None:
+            parsed_size = TokenCount.parse(text)
+            if isinstance(parsed_size, TokenCount):
+                return parsed_size
+    return None
+
+
+def _by_engine(figures: list[EngineCapacity]) -> dict[str, list[EngineCapacity]]:
+    grouped: dict[str, list[EngineCapacity]] = {}
+    for f in figures:
+        grouped.setdefault(f.engine, []).append(f)
+    return grouped
+
+
+def _min_per_engine(figures: list[EngineCapacity]) -> tuple[EngineCapacity, ...]:
+    """One figure per engine: the smallest (vLLM takes the minimum over ranks)."""
+    return tuple(
+        min(group, key=lambda f: f.tokens) for _, group in sorted(_by_engine(figures).items())
+    )
+
+
+def _law(version: Version | None, source: CapacitySource) -> CapacityLaw | LawNotEstablished | str:
+    laws = scope(version)
+    if laws is None:
+        return "version_unobserved"
+    if not isinstance(laws, ReleaseLaws):
+        return laws.statement
+    return laws.capacity(source)
+
+
+def decide_capacity(evidence: Evidence) -> CapacityDecision:
+    """Each DP engine's KV-cache token capacity, by the release's capacity laws."""
+    metrics = parsed(evidence.front_door.metrics) if evidence.front_door is not None else None
+    launch = evidence.launch
+    models = evidence.models()
+    base = [c for c in models.cards if c.parent is None] if models is not None else []
+    max_model_len = base[0].max_model_len if len(base) == 1 else None
+    label = _label_figures(metrics, max_model_len) if metrics is not None else []
+    log = _log_figures(launch) if launch is not None else []
+    blocks = list(launch.blocks) if launch is not None else []
+    product = _product_figures(metrics) if metrics is not None else []
+    fd_version = evidence.front_door_version()
+    log_version = evidence.launch_version()
+    seen_laws: list[CapacityLaw | LawNotEstablished] = []
+    problems: list[tuple[CapacityReason, str]] = []
+
+    def judge(
+        figures: Sequence[object], version: Version | None, kind: CapacitySource
+    ) -> CapacityLaw | None:
+        if not figures:
+            return None
+        law = _law(version, kind)
+        if law == "version_unobserved":
+            problems.append(
+                (CapacityReason.VERSION_UNOBSERVED, f"{kind.value} seen, but no version scopes it")
+            )
+            return None
+        if isinstance(law, str):
+            problems.append((CapacityReason.VERSION_NOT_ESTABLISHED, law))
+            return None
+        seen_laws.append(law)
+        if isinstance(law, LawNotEstablished):
+            problems.append((CapacityReason.LAW_NOT_ESTABLISHED, f"{kind.value}: {law.statement}"))
+            return None
+        return law
+
+    label_law = judge(label, fd_version, CapacitySource.LABEL_KV_CACHE_SIZE_TOKENS)
+    log_law = judge(log, log_version, CapacitySource.LOG_CAPACITY_LINE)
+    authoritative: list[tuple[list[EngineCapacity], CapacityLaw]] = [
+        (figures, law)
+        for figures, law in ((label, label_law), (log, log_law))
+        if law is not None and law.authority is CapacityAuthority.AUTHORITATIVE
+    ]
+    if authoritative:
+        primary, primary_law = authoritative[0]
+        engines = _min_per_engine(primary)
+        if len(authoritative) == 2:
+            other, other_law = authoritative[1]
+            others = _min_per_engine(other)
+            mine = {e.engine: e.tokens for e in engines}
+            theirs = {e.engine: e.tokens for e in others}
+            if mine != theirs:
+                shown = "; ".join(
+                    f"engine {e.engine}: {e.tokens} at {e.source}" for e in (*engines, *others)
+                )
+                return _mint_refused(
+                    reason=CapacityReason.SOURCES_DISAGREE,
+                    detail=f"the authoritative sources disagree: {shown}",
+                    remedy="check that the startup log belongs to this server",
+                    engines=(*engines, *others),
+                    laws=(primary_law, other_law),
+                )
+            return _mint_established(
+                engines=engines, laws=(primary_law, other_law), corroborated_by=others
+            )
+        return _mint_established(engines=engines, laws=(primary_law,), corroborated_by=())
+    if log_law is not None and log_law.authority in {
+        CapacityAuthority.NOT_GROUP_AWARE,
+        CapacityAuthority.PER_WORKER_BEFORE_REDUCTION,
+    }:
+        engines = _min_per_engine(log)
+        per_worker = log_law.authority is CapacityAuthority.PER_WORKER_BEFORE_REDUCTION
+        reason = (
+            CapacityReason.PER_WORKER_BEFORE_REDUCTION
+            if per_worker
+            else CapacityReason.NOT_GROUP_AWARE
+        )
+        figures = ", ".join(f"engine {e.engine}: {e.tokens}" for e in engines)
+        return _mint_reported(
+            reason=reason,
+            detail=(
+                f"{figures}, as the log prints it; in this release the figure is not "
+                "group-aware, so it misreports hybrid (multi-group) models"
+                + ("; logged per worker, the smallest shown" if per_worker else "")
+            ),
+            remedy="vLLM ≥0.27 logs and labels a group-aware capacity",
+            engines=engines,
+            laws=(log_law,),
+        )
+    if blocks:
+        law = judge(blocks, log_version, CapacitySource.LOG_V0_BLOCKS)
+        if law is not None and law.authority is CapacityAuthority.NEEDS_BLOCK_SIZE_FROM_SAME_LAUNCH:
+            assert launch is not None  # noqa: S101  # blocks come from a launch
+            size = _block_size_of(launch)
+            if size is None:
+                problems.append(
+                    (
+                        CapacityReason.BLOCK_SIZE_UNOBSERVED,
+                        (
+                            f"V0 block line(s) seen ({blocks[0].device_blocks}, line "
+                            f"{blocks[0].line}) but the launch never prints its block size"
+                        ),
+                    )
+                )
+            else:
+                engines = tuple(
+                    _mint_engine(
+                        engine=_engine_of(b.process),
+                        tokens=b.device_blocks.times_block_size(size),
+                        max_concurrency=None,
+                        max_model_len=None,
+                        source_kind=CapacitySource.LOG_V0_BLOCKS,
+                        source=log_source(launch, b.line, b.process),
+                    )
+                    for b in blocks[:1]
+                )
+                return _mint_established(engines=engines, laws=(law,), corroborated_by=())
+    if product:
+        law = judge(product, fd_version, CapacitySource.LABEL_BLOCKS_TIMES_BLOCK_SIZE)
+        if law is not None and law.authority is CapacityAuthority.AUTHORITATIVE:
+            engines = tuple(
+                _mint_engine(
+                    engine=engine,
+                    tokens=b.times_block_size(s),
+                    max_concurrency=None,
+                    max_model_len=None,
+                    source_kind=CapacitySource.LABEL_BLOCKS_TIMES_BLOCK_SIZE,
+                    source=route_source("/metrics"),
+                )
+                for engine, b, s in product[:1]
+            )
+            return _mint_established(engines=engines, laws=(law,), corroborated_by=())
+        if law is not None:
+            _, b, s = product[0]
+            problems.append(
+                (
+                    CapacityReason.INSUFFICIENT_AUTHORITY,
+                    (
+                        f"only num_gpu_blocks={b.value} and block_size={s.value} are "
+                        f"labelled; {law.statement}"
+                    ),
+                )
+            )
+    if not problems:
+        return _mint_refused(
+            reason=CapacityReason.CAPACITY_UNOBSERVED,
+            detail="no capacity line in the log and no kv_cache_size_tokens label",
+            remedy="give the launch's startup log, or probe /metrics of a ≥0.27 server",
+            engines=(),
+            laws=tuple(seen_laws),
+        )
+    order = list(CapacityReason)
+    reason, detail = min(problems, key=lambda p: order.index(p[0]))
+    remedies = {
+        CapacityReason.VERSION_UNOBSERVED: "read the version from the same source",
+        CapacityReason.VERSION_NOT_ESTABLISHED: "none: the release is outside the law table",
+        CapacityReason.LAW_NOT_ESTABLISHED: "none: no law covers this source in this release",
+        CapacityReason.BLOCK_SIZE_UNOBSERVED: "give a launch that prints its block size",
+        CapacityReason.INSUFFICIENT_AUTHORITY: (
+            "give the launch's startup log (its capacity line), or probe a ≥0.27 server "
+            "(kv_cache_size_tokens)"
+        ),
+    }
+    return _mint_refused(
+        reason=reason,
+        detail=detail,
+        remedy=remedies.get(reason, "none"),
+        engines=(),
+        laws=tuple(seen_laws),
+    )

@@ -1,0 +1,182 @@
+"""Health coverage: what a 200 from ``/health`` covers for this server.
+
+In V1 ``/health`` reads a local engine-dead flag; what sets that flag depends on the
+release and on the executor backend (``mp`` watches worker processes, the legacy
+``ray`` executor does not, ``uni`` runs its worker inside the engine process).  So the
+decision needs, in order: a version to scope the laws, the executor backend, and a law
+for that backend in that release.  An unobserved backend is an earlier refusal than a
+backend observed but without a law.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import TypeAlias, final
+
+import attrs
+
+from vllm_evidence._seal import Sealed, minter
+from vllm_evidence.adapters.health import HealthAnswer
+from vllm_evidence.decisions._sources import Evidence, Source, log_source, parsed, scope
+from vllm_evidence.upstream import (
+    ExecutorBackend,
+    HealthCoverage,
+    HealthLaw,
+    LawNotEstablished,
+    ReleaseLaws,
+)
+
+__all__ = [
+    "HealthCoverageDecision",
+    "HealthCoverageEstablished",
+    "HealthCoverageRefused",
+    "HealthReason",
+]
+
+
+class HealthReason(enum.Enum):
+    """Why what ``/health`` covers is, or is not, established."""
+
+    ESTABLISHED = "established"
+    BACKEND_UNOBSERVED = "backend_unobserved"
+    BACKEND_CONFLICT = "backend_conflict"
+    VERSION_UNOBSERVED = "version_unobserved"
+    VERSION_NOT_ESTABLISHED = "version_not_established"
+    BACKEND_UNKNOWN = "backend_unknown"
+    LAW_NOT_ESTABLISHED = "law_not_established"
+
+
+@final
+@attrs.frozen(init=False)
+class HealthCoverageEstablished(Sealed):
+    """What a 200 covers, by the law for this release and backend."""
+
+    __public_constructor__ = "vllm_evidence.decisions.decide_health_coverage()"
+
+    backend: ExecutorBackend
+    coverage: HealthCoverage
+    backend_source: Source
+    health_status: int | None
+    """The status ``/health`` answered in this readback, when it was read."""
+    law: HealthLaw
+
+    @property
+    def reason(self) -> HealthReason:
+        """Always :attr:`HealthReason.ESTABLISHED`."""
+        return HealthReason.ESTABLISHED
+
+    @property
+    def detail(self) -> str:
+        """One line for a person."""
+        return f"executor {self.backend.value!r} ({self.backend_source}): {self.law.statement}"
+
+
+@final
+@attrs.frozen(init=False)
+class HealthCoverageRefused(Sealed):
+    """What a 200 covers is not established, and why."""
+
+    __public_constructor__ = "vllm_evidence.decisions.decide_health_coverage()"
+
+    reason: HealthReason
+    detail: str
+    remedy: str
+    backend: str | None
+    """The backend as observed (a custom executor name stays text), or ``None``."""
+    backend_source: Source | None
+    health_status: int | None
+    law: HealthLaw | LawNotEstablished | None
+
+
+HealthCoverageDecision: TypeAlias = HealthCoverageEstablished | HealthCoverageRefused
+
+_mint_established = minter(HealthCoverageEstablished, HealthCoverageEstablished.__attrs_init__)
+_mint_refused = minter(HealthCoverageRefused, HealthCoverageRefused.__attrs_init__)
+
+
+def _observed_backends(evidence: Evidence) -> list[tuple[str, Source, str]]:
+    """Every observed backend: (name, source, which version scopes it)."""
+    found: list[tuple[str, Source, str]] = []
+    info = evidence.server_info()
+    if info is not None and info[0].parallel.distributed_executor_backend is not None:
+        found.append((info[0].parallel.distributed_executor_backend, info[1], "front_door"))
+    launch = evidence.launch
+    if launch is not None:
+        backend = launch.executor_backend
+        markers = launch.executor_evidence
+        if backend is not None and markers:
+            source = log_source(launch, markers[0].line, markers[0].process)
+            found.append((backend.value, source, "startup_log"))
+    return found
+
+
+def decide_health_coverage(evidence: Evidence) -> HealthCoverageDecision:
+    """What a 200 from ``/health`` covers for this server, by release and backend."""
+    status: int | None = None
+    if evidence.front_door is not None:
+        answer: HealthAnswer | None = parsed(evidence.front_door.health)
+        status = answer.status if answer is not None else None
+    observed = _observed_backends(evidence)
+
+    def refuse(
+        reason: HealthReason,
+        detail: str,
+        remedy: str,
+        backend: str | None = None,
+        source: Source | None = None,
+        law: HealthLaw | LawNotEstablished | None = None,
+    ) -> HealthCoverageRefused:
+        return _mint_refused(
+            reason=reason,
+            detail=detail,
+            remedy=remedy,
+            backend=backend,
+            backend_source=source,
+            health_status=status,
+            law=law,
+        )
+
+    if not observed:
+        return refuse(
+            HealthReason.BACKEND_UNOBSERVED,
+            "the executor backend is unobserved (no /server_info JSON, no log marker)",
+            "give the launch's startup log, or probe /server_info?config_format=json "
+            "(development mode)",
+        )
+    names = {name for name, _, _ in observed}
+    if len(names) > 1:
+        shown = "; ".join(f"{name!r} at {source}" for name, source, _ in observed)
+        return refuse(
+            HealthReason.BACKEND_CONFLICT,
+            f"the sources name different executor backends: {shown}",
+            "check that the startup log belongs to this server",
+        )
+    name, source, origin = observed[0]
+    version = evidence.front_door_version() if origin == "front_door" else evidence.launch_version()
+    laws = scope(version)
+    if laws is None:
+        return refuse(
+            HealthReason.VERSION_UNOBSERVED,
+            f"backend {name!r} observed at {source}, but no version from that source",
+            "read the version from the same source as the backend",
+            name,
+            source,
+        )
+    if not isinstance(laws, ReleaseLaws):
+        return refuse(HealthReason.VERSION_NOT_ESTABLISHED, laws.statement, "none", name, source)
+    try:
+        backend = ExecutorBackend(name)
+    except ValueError:
+        return refuse(
+            HealthReason.BACKEND_UNKNOWN,
+            f"executor {name!r} is not one of vLLM's named backends (a custom executor)",
+            "none: a custom executor's health checks are its own",
+            name,
+            source,
+        )
+    law = laws.health(backend)
+    if not isinstance(law, HealthLaw):
+        return refuse(HealthReason.LAW_NOT_ESTABLISHED, law.statement, "none", name, source, law)
+    return _mint_established(
+        backend=backend, coverage=law.coverage, backend_source=source, health_status=status, law=law
+    )

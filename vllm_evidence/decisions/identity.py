@@ -1,0 +1,253 @@
+"""Served identity: what a served model id establishes about the served artifact.
+
+vLLM's ``/v1/models`` card has ``id`` (a served name, any string the operator chose)
+and ``root`` (the model argument as configured).  A served id is taken as naming the
+artifact only when it is *derivable* from the configured path: equal to it, or equal
+to its final path component.  Anything else — ``tiny-llama:q4-alias``,
+``deepseek-v4-flash:iq3s-split`` — is an alias, and an alias proves nothing about the
+weights: a quantisation token in it is a claim nobody checked.  The id and the path
+never "contradict": an alias is simply not evidence.
+
+Even a derivable id establishes only the *configured path*: intent, not the bytes
+that were loaded.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import TypeAlias, final
+
+import attrs
+
+from vllm_evidence._seal import Sealed, minter
+from vllm_evidence.decisions._sources import (
+    Evidence,
+    Source,
+    arm_name,
+    log_source,
+    route_source,
+    scope,
+)
+from vllm_evidence.upstream import LawNotEstablished, ModelCardLaw, ReleaseLaws
+
+__all__ = [
+    "Derivation",
+    "IdentityReason",
+    "ServedIdentityDecision",
+    "ServedIdentityEstablished",
+    "ServedIdentityRefused",
+    "ServedName",
+    "derivation",
+]
+
+
+class Derivation(enum.Enum):
+    """How a served id relates to the configured path."""
+
+    EQUALS_PATH = "equals_path"
+    FINAL_PATH_COMPONENT = "final_path_component"
+    NOT_DERIVABLE = "not_derivable"
+
+
+class IdentityReason(enum.Enum):
+    """Why the served ids do, or do not, identify the configured artifact."""
+
+    ESTABLISHED = "established"
+    MODELS_UNOBSERVED = "models_unobserved"
+    VERSION_UNOBSERVED = "version_unobserved"
+    VERSION_NOT_ESTABLISHED = "version_not_established"
+    CONFIGURED_PATH_UNOBSERVED = "configured_path_unobserved"
+    SERVED_ID_NOT_DERIVABLE = "served_id_not_derivable"
+
+
+@final
+@attrs.frozen(init=False)
+class ServedName(Sealed):
+    """One served id and how it relates to its configured path."""
+
+    __public_constructor__ = "vllm_evidence.decisions.decide_served_identity()"
+
+    served_id: str
+    configured_path: str | None
+    derivation: Derivation | None
+    """``None`` when the configured path is unobserved."""
+
+
+_mint_name = minter(ServedName, ServedName.__attrs_init__)
+
+
+@final
+@attrs.frozen(init=False)
+class ServedIdentityEstablished(Sealed):
+    """Every served id is derivable from the configured path.
+
+    This establishes the configured path only — intent, not the bytes served.
+    """
+
+    __public_constructor__ = "vllm_evidence.decisions.decide_served_identity()"
+
+    names: tuple[ServedName, ...]
+    configured_path: str
+    source: Source
+    law: ModelCardLaw
+
+    @property
+    def reason(self) -> IdentityReason:
+        """Always :attr:`IdentityReason.ESTABLISHED`."""
+        return IdentityReason.ESTABLISHED
+
+    @property
+    def detail(self) -> str:
+        """One line for a person."""
+        ids = ", ".join(repr(n.served_id) for n in self.names)
+        return (
+            f"served id(s) {ids} derive from the configured path {self.configured_path!r}; "
+            "that is configuration intent, not proof of the weights' bytes"
+        )
+
+
+@final
+@attrs.frozen(init=False)
+class ServedIdentityRefused(Sealed):
+    """The served ids are not established as the artifact's identity, and why."""
+
+    __public_constructor__ = "vllm_evidence.decisions.decide_served_identity()"
+
+    reason: IdentityReason
+    detail: str
+    remedy: str
+    names: tuple[ServedName, ...]
+    configured_path: str | None
+    source: Source | None
+    law: ModelCardLaw | LawNotEstablished | None
+
+
+ServedIdentityDecision: TypeAlias = ServedIdentityEstablished | ServedIdentityRefused
+
+_mint_established = minter(ServedIdentityEstablished, ServedIdentityEstablished.__attrs_init__)
+_mint_refused = minter(ServedIdentityRefused, ServedIdentityRefused.__attrs_init__)
+
+
+def derivation(served_id: str, configured_path: str) -> Derivation:
+    """Whether ``served_id`` is the configured path or its final path component."""
+    if served_id == configured_path:
+        return Derivation.EQUALS_PATH
+    stripped = configured_path.rstrip("/")
+    final_component = stripped.rsplit("/", 1)[-1]
+    if final_component and served_id == final_component and final_component != stripped:
+        return Derivation.FINAL_PATH_COMPONENT
+    return Derivation.NOT_DERIVABLE
+
+
+def _unquote(text: str | None) -> str | None:
+    if text is None:
+        return None
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    return text
+
+
+def _observed(evidence: Evidence) -> tuple[list[tuple[str, str | None]], Source, str] | str:
+    """(served id, configured path) pairs, their source, and the version's origin.
+
+    Returns a one-line reason when nothing names the served models.
+    """
+    models = evidence.models()
+    if models is not None:
+        base = [(c.served_id, c.root) for c in models.cards if c.parent is None]
+        if base:
+            return base, route_source("/v1/models"), "front_door"
+    launch = evidence.launch
+    if launch is not None:
+        for args in launch.non_default_args:
+            path = _unquote(args.get("model"))
+            names = args.served_model_names
+            if names is None and path is not None:
+                names = (path,)
+            if names is not None:
+                pairs = [(name, path) for name in names]
+                return pairs, log_source(launch, args.line, args.process), "startup_log"
+    if evidence.front_door is not None:
+        return f"/v1/models: {arm_name(evidence.front_door.models)}"
+    return "no /v1/models answer and no launch naming its served models"
+
+
+def decide_served_identity(evidence: Evidence) -> ServedIdentityDecision:
+    """Whether the served ids identify the configured artifact (never the bytes)."""
+    observed = _observed(evidence)
+    if isinstance(observed, str):
+        remedy = (
+            "probe with the API key (/v1/models is guarded by --api-key)"
+            if "unauthorized" in observed
+            else "probe /v1/models, or give the launch's startup log"
+        )
+        return _mint_refused(
+            reason=IdentityReason.MODELS_UNOBSERVED,
+            detail=observed,
+            remedy=remedy,
+            names=(),
+            configured_path=None,
+            source=None,
+            law=None,
+        )
+    pairs, source, origin = observed
+    version = evidence.front_door_version() if origin == "front_door" else evidence.launch_version()
+    names = tuple(
+        _mint_name(
+            served_id=served_id,
+            configured_path=path,
+            derivation=None if path is None else derivation(served_id, path),
+        )
+        for served_id, path in pairs
+    )
+    paths = {path for _, path in pairs}
+    configured = next(iter(paths)) if len(paths) == 1 else None
+
+    def refuse(
+        reason: IdentityReason,
+        detail: str,
+        remedy: str,
+        law: ModelCardLaw | LawNotEstablished | None,
+    ) -> ServedIdentityRefused:
+        return _mint_refused(
+            reason=reason,
+            detail=detail,
+            remedy=remedy,
+            names=names,
+            configured_path=configured,
+            source=source,
+            law=law,
+        )
+
+    laws = scope(version)
+    if laws is None:
+        return refuse(
+            IdentityReason.VERSION_UNOBSERVED,
+            f"no vLLM version alongside {source}",
+            "read /version (or the launch's version banner) from the same source",
+            None,
+        )
+    if not isinstance(laws, ReleaseLaws):
+        return refuse(IdentityReason.VERSION_NOT_ESTABLISHED, laws.statement, "none", None)
+    law = laws.model_card()
+    if not isinstance(law, ModelCardLaw):
+        return refuse(IdentityReason.VERSION_NOT_ESTABLISHED, law.statement, "none", law)
+    if configured is None:
+        return refuse(
+            IdentityReason.CONFIGURED_PATH_UNOBSERVED,
+            f"{source} names no single configured path",
+            "read /v1/models (root) or the launch's non-default args (model)",
+            law,
+        )
+    aliases = [n.served_id for n in names if n.derivation is Derivation.NOT_DERIVABLE]
+    if aliases:
+        shown = ", ".join(repr(a) for a in aliases)
+        return refuse(
+            IdentityReason.SERVED_ID_NOT_DERIVABLE,
+            f"served id(s) {shown} are not derivable from the configured path "
+            f"{configured!r}: an alias is not evidence of the artifact",
+            "serve under the configured path (or its final component), or check the "
+            "weights out of band",
+            law,
+        )
+    return _mint_established(names=names, configured_path=configured, source=source, law=law)

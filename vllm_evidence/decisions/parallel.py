@@ -1,0 +1,449 @@
+"""Parallel realization: is the parallel layout realized, with every rank present?
+
+Two stages, each needing its own evidence:
+
+1. **Resolved configuration** — tensor, pipeline (and prefill-context) parallel sizes
+   as the server resolved them: the launch's engine-init line, or a parsed
+   ``/server_info``.  A ``/get_world_size`` product never passes this stage: 2 is
+   TP=2, PP=2 or DP=2 alike.
+2. **Joined rank population** — the expected rank set is *derived* from the resolved
+   configuration (ranks ``0 .. TP×PP×PCP - 1`` per DP engine), never given by a caller,
+   and every one of those ranks must appear in a worker line of the *same* launch.
+
+A configuration read over HTTP and ranks read from a log are two sources with no
+established join (nothing over HTTP names the process that wrote the log), so that
+pairing is refused rather than trusted.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import TypeAlias, final
+
+import attrs
+
+from vllm_evidence._seal import Sealed, minter
+from vllm_evidence.adapters.startup_log import RankObservation
+from vllm_evidence.capture.startup_log import Launch
+from vllm_evidence.decisions._sources import (
+    Evidence,
+    Source,
+    log_source,
+    parsed,
+    scope,
+)
+from vllm_evidence.upstream import (
+    Law,
+    LawNotEstablished,
+    ParallelEvidenceLaw,
+    ReleaseLaws,
+    Route,
+)
+
+__all__ = [
+    "ParallelDecision",
+    "ParallelEstablished",
+    "ParallelReason",
+    "ParallelRefused",
+    "PresentRank",
+    "ResolvedParallel",
+]
+
+
+class ParallelReason(enum.Enum):
+    """Why the parallel layout is, or is not, established as realized (earliest first)."""
+
+    ESTABLISHED = "established"
+    CONFIGURATION_UNOBSERVED = "configuration_unobserved"
+    VERSION_UNOBSERVED = "version_unobserved"
+    VERSION_NOT_ESTABLISHED = "version_not_established"
+    CONFIGURATION_CONFLICT = "configuration_conflict"
+    POPULATION_UNOBSERVED = "population_unobserved"
+    JOIN_UNESTABLISHED = "join_unestablished"
+    WORLD_SIZE_MISMATCH = "world_size_mismatch"
+    RANKS_UNATTRIBUTED = "ranks_unattributed"
+    RANKS_MISSING = "ranks_missing"
+
+
+@final
+@attrs.frozen(init=False)
+class ResolvedParallel(Sealed):
+    """Resolved parallel sizes from one source (stage 1)."""
+
+    __public_constructor__ = "vllm_evidence.decisions.decide_parallel()"
+
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    data_parallel_size: int
+    prefill_context_parallel_size: int
+    source: Source
+    data_parallel_note: str | None
+    """How the DP size was read when the source does not print it (else ``None``)."""
+
+    @property
+    def ranks_per_engine(self) -> int:
+        """TP × PP × PCP: the world size of one DP engine."""
+        return (
+            self.tensor_parallel_size
+            * self.pipeline_parallel_size
+            * self.prefill_context_parallel_size
+        )
+
+    def expected_ranks(self) -> tuple[int, ...]:
+        """The ranks one DP engine must have: ``0 .. TP×PP×PCP - 1``."""
+        return tuple(range(self.ranks_per_engine))
+
+
+_mint_resolved = minter(ResolvedParallel, ResolvedParallel.__attrs_init__)
+
+
+@final
+@attrs.frozen(init=False)
+class PresentRank(Sealed):
+    """One expected rank, seen in a worker line of the launch."""
+
+    __public_constructor__ = "vllm_evidence.decisions.decide_parallel()"
+
+    data_parallel_rank: int
+    rank: int
+    pid: int | None
+    source: Source
+
+
+_mint_present = minter(PresentRank, PresentRank.__attrs_init__)
+
+
+@final
+@attrs.frozen(init=False)
+class ParallelEstablished(Sealed):
+    """The layout is realized: every derived rank is present in the same launch."""
+
+    __public_constructor__ = "vllm_evidence.decisions.decide_parallel()"
+
+    configuration: ResolvedParallel
+    ranks: tuple[PresentRank, ...]
+    law: Law | LawNotEstablished | None
+    """The law for the configuration's route (``None`` for a log-read configuration)."""
+
+    @property
+    def reason(self) -> ParallelReason:
+        """Always :attr:`ParallelReason.ESTABLISHED`."""
+        return ParallelReason.ESTABLISHED
+
+    @property
+    def detail(self) -> str:
+        """One line for a person."""
+        c = self.configuration
+        pids = ", ".join(f"rank {r.rank} pid {r.pid}" for r in self.ranks)
+        return (
+            f"TP={c.tensor_parallel_size} PP={c.pipeline_parallel_size} "
+            f"DP={c.data_parallel_size} from {c.source}; every expected rank present ({pids})"
+        )
+
+
+@final
+@attrs.frozen(init=False)
+class ParallelRefused(Sealed):
+    """The layout is not established as realized, and the earliest missing piece."""
+
+    __public_constructor__ = "vllm_evidence.decisions.decide_parallel()"
+
+    reason: ParallelReason
+    detail: str
+    remedy: str
+    configuration: ResolvedParallel | None
+    """Stage 1's result, when stage 1 passed."""
+    expected_ranks: tuple[int, ...] | None
+    present: tuple[PresentRank, ...]
+    missing_ranks: tuple[int, ...]
+    world_size_product: int | None
+    """``/get_world_size``, when read: it narrows, never decides."""
+    law: Law | LawNotEstablished | None
+
+
+ParallelDecision: TypeAlias = ParallelEstablished | ParallelRefused
+
+_mint_established = minter(ParallelEstablished, ParallelEstablished.__attrs_init__)
+_mint_refused = minter(ParallelRefused, ParallelRefused.__attrs_init__)
+
+
+def _from_log(launch: Launch) -> ResolvedParallel | str | None:
+    """Stage 1 from the launch's engine-init line; a reason string when incomplete."""
+    config = launch.engine_config
+    if config is None:
+        return None
+    tp, pp = config.tensor_parallel_size, config.pipeline_parallel_size
+    if tp is None or pp is None:
+        return f"the engine-init line (line {config.line}) does not print TP and PP sizes"
+    dp = config.data_parallel_size
+    note = None
+    if dp is None:
+        args = launch.non_default_args[0] if launch.non_default_args else None
+        if args is None:
+            return (
+                f"the engine-init line (line {config.line}) does not print "
+                "data_parallel_size and the launch has no non-default args line"
+            )
+        if args.data_parallel_size is not None:
+            dp = args.data_parallel_size
+            note = f"data_parallel_size from the non-default args (line {args.line})"
+        else:
+            dp = 1
+            note = (
+                f"data_parallel_size absent from the non-default args (line {args.line}): "
+                "the default, 1"
+            )
+    return _mint_resolved(
+        tensor_parallel_size=tp,
+        pipeline_parallel_size=pp,
+        data_parallel_size=dp,
+        prefill_context_parallel_size=config.prefill_context_parallel_size or 1,
+        source=log_source(launch, config.line, config.process),
+        data_parallel_note=note,
+    )
+
+
+def _from_http(evidence: Evidence) -> ResolvedParallel | str | None:
+    """Stage 1 from a parsed ``/server_info``; a reason string when incomplete."""
+    info = evidence.server_info()
+    if info is None:
+        return None
+    observed, source = info
+    p = observed.parallel
+    if p.tensor_parallel_size is None or p.pipeline_parallel_size is None:
+        return f"{source} does not carry TP and PP sizes"
+    if p.data_parallel_size is None:
+        return f"{source} does not carry data_parallel_size (the text form before 0.10.2)"
+    return _mint_resolved(
+        tensor_parallel_size=p.tensor_parallel_size,
+        pipeline_parallel_size=p.pipeline_parallel_size,
+        data_parallel_size=p.data_parallel_size,
+        prefill_context_parallel_size=p.prefill_context_parallel_size or 1,
+        source=source,
+        data_parallel_note=None,
+    )
+
+
+def _sizes(c: ResolvedParallel) -> tuple[int, int, int, int]:
+    return (
+        c.tensor_parallel_size,
+        c.pipeline_parallel_size,
+        c.data_parallel_size,
+        c.prefill_context_parallel_size,
+    )
+
+
+def _population(
+    launch: Launch, configuration: ResolvedParallel
+) -> tuple[ParallelReason, str, tuple[PresentRank, ...], tuple[int, ...]]:
+    """Stage 2 on the launch's worker lines."""
+    width = configuration.ranks_per_engine
+    engines = configuration.data_parallel_size
+    lines = [r for r in launch.ranks if r.world_size == width]
+    if engines > 1:
+        # Each DP engine is its own world; only lines naming their DP rank attribute.
+        attributed = [r for r in lines if r.group_rank("DP") is not None]
+        unattributed = len(lines) - len(attributed)
+    else:
+        attributed, unattributed = lines, 0
+    present: dict[tuple[int, int], RankObservation] = {}
+    for obs in attributed:
+        dp_rank = obs.group_rank("DP") if engines > 1 else 0
+        if dp_rank is None:  # pragma: no cover - filtered above
+            continue
+        present.setdefault((dp_rank, obs.rank), obs)
+    expected = [(d, r) for d in range(engines) for r in range(width)]
+    ranks = tuple(
+        _mint_present(
+            data_parallel_rank=d,
+            rank=r,
+            pid=present[(d, r)].pid,
+            source=log_source(launch, present[(d, r)].line, present[(d, r)].process),
+        )
+        for d, r in expected
+        if (d, r) in present
+    )
+    missing = tuple(r for d, r in expected if (d, r) not in present)
+    if not launch.ranks:
+        return (
+            ParallelReason.POPULATION_UNOBSERVED,
+            "the launch has no worker rank lines",
+            ranks,
+            missing,
+        )
+    if not lines:
+        sizes = sorted({r.world_size for r in launch.ranks})
+        return (
+            ParallelReason.WORLD_SIZE_MISMATCH,
+            f"the launch's worker lines joined world size(s) {sizes}, not {width}",
+            ranks,
+            missing,
+        )
+    if not missing:
+        return ParallelReason.ESTABLISHED, "", ranks, missing
+    collapsed = sum(r.repeated or 0 for r in launch.ranks)
+    if collapsed or unattributed:
+        why = (
+            f"Ray collapsed {collapsed} similar worker line(s) ('[repeated Nx across cluster]')"
+            if collapsed
+            else f"{unattributed} worker line(s) do not name their DP rank"
+        )
+        return (
+            ParallelReason.RANKS_UNATTRIBUTED,
+            f"ranks {list(missing)} not attributed: {why}",
+            ranks,
+            missing,
+        )
+    return (
+        ParallelReason.RANKS_MISSING,
+        f"expected ranks {list(missing)} have no worker line",
+        ranks,
+        missing,
+    )
+
+
+def decide_parallel(evidence: Evidence) -> ParallelDecision:
+    """Whether the resolved parallel layout is realized with every rank present."""
+    product_obs = None
+    if evidence.front_door is not None:
+        product_obs = parsed(evidence.front_door.world_size)
+    product = product_obs.product if product_obs is not None else None
+
+    def refuse(
+        reason: ParallelReason,
+        detail: str,
+        remedy: str,
+        *,
+        configuration: ResolvedParallel | None = None,
+        present: tuple[PresentRank, ...] = (),
+        missing: tuple[int, ...] = (),
+        law: Law | LawNotEstablished | None = None,
+    ) -> ParallelRefused:
+        return _mint_refused(
+            reason=reason,
+            detail=detail,
+            remedy=remedy,
+            configuration=configuration,
+            expected_ranks=None if configuration is None else configuration.expected_ranks(),
+            present=present,
+            missing_ranks=missing,
+            world_size_product=product,
+            law=law,
+        )
+
+    launch = evidence.launch
+    from_log = _from_log(launch) if launch is not None else None
+    from_http = _from_http(evidence)
+    candidates = [c for c in (from_log, from_http) if isinstance(c, ResolvedParallel)]
+    if not candidates:
+        why = [c for c in (from_log, from_http) if isinstance(c, str)]
+        if product is not None:
+            why.append(f"/get_world_size answered {product}, a product that is TP, PP or DP alike")
+        detail = "; ".join(why) or "no /server_info answer and no engine-init line"
+        return refuse(
+            ParallelReason.CONFIGURATION_UNOBSERVED,
+            detail,
+            "give the launch's startup log (engine-init line), or probe /server_info "
+            "with development mode on",
+        )
+    configuration = candidates[0]
+    origin_version = (
+        evidence.launch_version() if configuration is from_log else evidence.front_door_version()
+    )
+    laws = scope(origin_version)
+    if laws is None:
+        return refuse(
+            ParallelReason.VERSION_UNOBSERVED,
+            f"configuration from {configuration.source}, but no version from that source",
+            "read the version from the same source",
+            configuration=configuration,
+        )
+    if not isinstance(laws, ReleaseLaws):
+        return refuse(
+            ParallelReason.VERSION_NOT_ESTABLISHED,
+            laws.statement,
+            "none",
+            configuration=configuration,
+        )
+    law: Law | LawNotEstablished | None = None
+    if configuration is from_http:
+        route = (
+            Route.SERVER_INFO_JSON
+            if "config_format=json" in configuration.source.where
+            else Route.SERVER_INFO
+        )
+        law = laws.parallel_evidence(route)
+        if not isinstance(law, ParallelEvidenceLaw):
+            return refuse(
+                ParallelReason.VERSION_NOT_ESTABLISHED,
+                law.statement,
+                "none",
+                configuration=configuration,
+                law=law,
+            )
+    log_version, http_version = evidence.launch_version(), evidence.front_door_version()
+    if len(candidates) == 2 and log_version is not None and log_version != http_version:
+        return refuse(
+            ParallelReason.CONFIGURATION_CONFLICT,
+            f"the log's launch reports vLLM {log_version} but /version reports "
+            f"{http_version}: they are not the same server",
+            "give the startup log of the serving launch",
+            law=law,
+        )
+    if len(candidates) == 2 and _sizes(candidates[0]) != _sizes(candidates[1]):
+        a, b = candidates
+        return refuse(
+            ParallelReason.CONFIGURATION_CONFLICT,
+            f"{a.source} gives (TP, PP, DP, PCP) {_sizes(a)} but {b.source} gives {_sizes(b)}: "
+            "the log and the front door describe different servers or launches",
+            "give the startup log of the serving launch",
+            law=law,
+        )
+    if product is not None:
+        across_dp = configuration.ranks_per_engine * configuration.data_parallel_size
+        if product not in {across_dp, configuration.ranks_per_engine}:
+            return refuse(
+                ParallelReason.CONFIGURATION_CONFLICT,
+                f"/get_world_size answered {product}, but the configuration gives "
+                f"{configuration.ranks_per_engine} per engine × {configuration.data_parallel_size}",
+                "check the sources describe one server",
+                configuration=configuration,
+                law=law,
+            )
+    if launch is None:
+        return refuse(
+            ParallelReason.POPULATION_UNOBSERVED,
+            f"expected ranks {list(configuration.expected_ranks())} per engine; no startup "
+            "log shows which workers joined",
+            "give the launch's startup log (per-rank worker lines)",
+            configuration=configuration,
+            law=law,
+        )
+    if from_log is None or not isinstance(from_log, ResolvedParallel):
+        return refuse(
+            ParallelReason.JOIN_UNESTABLISHED,
+            f"configuration from {configuration.source}, worker lines from log launch "
+            f"{launch.index}: nothing witnesses that the log belongs to the serving process",
+            "give a log whose launch prints its engine-init line",
+            configuration=configuration,
+            law=law,
+        )
+    configuration = from_log
+    reason, detail, present, missing = _population(launch, configuration)
+    if reason is ParallelReason.ESTABLISHED:
+        return _mint_established(configuration=configuration, ranks=present, law=law)
+    remedy = {
+        ParallelReason.POPULATION_UNOBSERVED: "give a log with the workers' start-up lines",
+        ParallelReason.WORLD_SIZE_MISMATCH: "check the log belongs to this configuration",
+        ParallelReason.RANKS_UNATTRIBUTED: "run with Ray log deduplication off (RAY_DEDUP_LOGS=0)",
+        ParallelReason.RANKS_MISSING: "a rank never started: look at that worker",
+    }[reason]
+    return refuse(
+        reason,
+        detail,
+        remedy,
+        configuration=configuration,
+        present=present,
+        missing=missing,
+        law=law,
+    )

@@ -1,0 +1,154 @@
+"""JSON-ready documents of observations: what the front door and the log showed.
+
+These documents carry observations only; decisions are rendered by
+:mod:`vllm_evidence.assessment`.  Keys named in the README are a public contract.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["front_door_document"]
+
+
+def _arm(outcome: Any) -> dict[str, Any]:
+    from vllm_evidence.capture import batch as b
+
+    match outcome:
+        case b.Parsed():
+            return {"outcome": "parsed"}
+        case b.NotFound():
+            return {"outcome": "not_found"}
+        case b.Unauthorized(status=status):
+            return {"outcome": "unauthorized", "status": status}
+        case b.Unparsed(failure=failure):
+            return {"outcome": "unparsed", "reason": failure.reason}
+        case b.HttpError(status=status):
+            return {"outcome": "http_error", "status": status}
+        case b.Redirected(status=status, location=location):
+            return {"outcome": "redirected", "status": status, "location": location}
+        case b.TimedOut(detail=detail):
+            return {"outcome": "timed_out", "detail": detail}
+        case b.Unreachable(detail=detail):
+            return {"outcome": "unreachable", "detail": detail}
+        case b.TooLarge(limit=limit):
+            return {"outcome": "too_large", "limit_bytes": limit}
+        case b.NotRequested():
+            return {"outcome": "not_requested"}
+        case _:  # pragma: no cover - the arms above are the closed set
+            msg = f"unknown outcome {outcome!r}"
+            raise AssertionError(msg)
+
+
+def _observation(outcome: Any) -> Any:
+    from vllm_evidence.capture.batch import Parsed
+
+    return outcome.observation if isinstance(outcome, Parsed) else None
+
+
+def _server_info_json(info: Any) -> dict[str, Any] | None:
+    if info is None:
+        return None
+    p = info.parallel
+    return {
+        "form": info.form.value,
+        "parallel": {
+            "tensor_parallel_size": p.tensor_parallel_size,
+            "pipeline_parallel_size": p.pipeline_parallel_size,
+            "data_parallel_size": p.data_parallel_size,
+            "prefill_context_parallel_size": p.prefill_context_parallel_size,
+            "decode_context_parallel_size": p.decode_context_parallel_size,
+            "world_size": p.world_size,
+            "distributed_executor_backend": p.distributed_executor_backend,
+        },
+        "model": info.model,
+        "served_model_name": info.served_model_name,
+        "instance_id": info.instance_id,
+    }
+
+
+def front_door_document(readback: Any) -> dict[str, Any]:
+    """The JSON document for a captured readback or historical bundle."""
+    from vllm_evidence.capture.batch import JoinEstablished
+    from vllm_evidence.readback import CapturedReadback
+
+    routes = {
+        "version": readback.version,
+        "v1_models": readback.models,
+        "metrics": readback.metrics,
+        "health": readback.health,
+        "server_info": readback.server_info,
+        "server_info__config_format_json": readback.server_info_json,
+        "get_world_size": readback.world_size,
+    }
+    join = readback.join
+    if isinstance(join, JoinEstablished):
+        join_doc: dict[str, Any] = {
+            "established": True,
+            "process_start_time_seconds": str(join.process_start_seconds),
+        }
+    else:
+        join_doc = {"established": False, "reason": join.reason.value, "detail": join.detail}
+    if isinstance(readback, CapturedReadback):
+        source: dict[str, Any] = {
+            "kind": "captured",
+            "batch_id": readback.batch.batch_id,
+            "target": readback.batch.target,
+            "requests": [
+                {
+                    "route": e.route.stem,
+                    "role": e.role.value,
+                    "status": e.status,
+                    "transport": e.transport.value,
+                    "sha256": e.body_sha256,
+                    "started_at": e.started_at.isoformat(),
+                    "elapsed_ms": (e.ended_monotonic_ns - e.started_monotonic_ns) // 1_000_000,
+                }
+                for e in readback.batch.all_exchanges()
+            ],
+        }
+    else:
+        source = {"kind": "historical"}
+    version = _observation(readback.version)
+    models = _observation(readback.models)
+    metrics = _observation(readback.metrics)
+    health = _observation(readback.health)
+    world = _observation(readback.world_size)
+    info = _observation(readback.server_info_json) or _observation(readback.server_info)
+    return {
+        "source": source,
+        "join": join_doc,
+        "routes": {stem: _arm(outcome) for stem, outcome in routes.items()},
+        "observations": {
+            "version": None if version is None else version.raw,
+            "models": None
+            if models is None
+            else [
+                {
+                    "id": card.served_id,
+                    "owned_by": card.owned_by,
+                    "root": card.root,
+                    "parent": card.parent,
+                    "max_model_len": None
+                    if card.max_model_len is None
+                    else card.max_model_len.value,
+                }
+                for card in models.cards
+            ],
+            "metrics": None
+            if metrics is None
+            else {
+                "cache_config_info": [
+                    {"labels": series.labels, "value": str(series.value)}
+                    for series in metrics.cache_config_info
+                ],
+                "process_start_time_seconds": None
+                if metrics.process_start_time is None
+                else str(metrics.process_start_time.seconds),
+                "vllm_families": sorted(metrics.vllm_families),
+            },
+            "health": None if health is None else {"status": health.status},
+            "server_info": _server_info_json(info),
+            "world_size": None if world is None else {"product": world.product},
+        },
+    }
