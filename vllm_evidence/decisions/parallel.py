@@ -382,7 +382,8 @@ def decide_parallel(evidence: Evidence) -> ParallelDecision:
                 law=law,
             )
     log_version, http_version = evidence.launch_version(), evidence.front_door_version()
-    if len(candidates) == 2 and log_version is not None and log_version != http_version:
+    versions_differ = None not in (log_version, http_version) and log_version != http_version
+    if len(candidates) == 2 and versions_differ:
         return refuse(
             ParallelReason.CONFIGURATION_CONFLICT,
             f"the log's launch reports vLLM {log_version} but /version reports "
