@@ -11,7 +11,7 @@ import pytest
 
 from tests._paths import REAL
 from tests.test_adapters import REAL_CACHE_CONFIG_LABELS
-from vllm_evidence._cli.explain import document
+from vllm_evidence.render import front_door_document as document
 from vllm_evidence.capture.batch import JoinEstablished, JoinRefusal, NotFound, Parsed
 from vllm_evidence.capture.directory import MANIFEST, load, save
 from vllm_evidence.capture.http import probe_sync
@@ -95,7 +95,7 @@ def test_empty_directory_is_input_error(tmp_path: Path) -> None:
 def test_explain_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explain", str(REAL), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["schema"] == "vllm-evidence/explain/1"
+    assert doc["schema"] == "vllm-evidence.assessment/1"
     assert doc["observations"]["version"] == "0.32.0"
     assert doc["observations"]["metrics"]["cache_config_info"] == [
         {"labels": REAL_CACHE_CONFIG_LABELS, "value": "1.0"}
@@ -111,7 +111,7 @@ def test_explain_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
     ]
     assert doc["observations"]["server_info"]["parallel"]["tensor_parallel_size"] == 1
     assert doc["observations"]["server_info"]["parallel"]["distributed_executor_backend"] == "mp"
-    assert doc["join"] == {
+    assert doc["front_door"]["join"] == {
         "established": False,
         "reason": "caller_assembled",
         "detail": "bodies supplied by a caller were not read in one bracketed batch",
@@ -121,9 +121,9 @@ def test_explain_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
 def test_explain_text(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explain", str(REAL)]) == 0
     out = capsys.readouterr().out
-    assert "version (self-reported): 0.32.0" in out
-    assert "kv_cache_size_tokens=4194304" in out
-    assert "join: not established (caller_assembled" in out
+    assert out.startswith("vLLM 0.32.0\n")
+    assert "engine 0: 4,194,304 tokens" in out
+    assert "front-door join        REFUSED      caller_assembled" in out
 
 
 def test_explain_refuses_tampered_capture_with_exit_2(tmp_path: Path) -> None:

@@ -1,235 +1,75 @@
-"""``vllm-evidence explain DIRECTORY [--json]``: what a capture directory's evidence holds."""
+"""``vllm-evidence explain DIRECTORY``: decide from a saved (or bare) capture directory."""
 
 from __future__ import annotations
 
 import argparse
-import json
-import sys
+from pathlib import Path
 from typing import Any
 
-EXPLAIN_SCHEMA = "vllm-evidence/explain/1"
+from vllm_evidence._cli._output import fail
+from vllm_evidence._cli._report import add_report_arguments, check_requirements, print_report
+
+PROG = "vllm-evidence explain"
+
+EPILOG = """\
+examples:
+  vllm-evidence explain capture/                  a directory saved by `probe --save`
+  vllm-evidence explain bodies/ --startup-log vllm.log --json
+  vllm-evidence explain capture/ --require parallel
+
+Every digest in a saved directory's manifest is verified and every observation is
+re-derived from the raw bytes; a decision is never read back from JSON.  A directory
+of bare <route>.body files loads as a historical bundle (never joined).  A
+startup.log inside the directory is used unless --startup-log names another.
+exit status: 0 assessed, 2 unreadable or tampered input, 3 a --require'd claim refused.
+"""
 
 
 def register(subparsers: Any) -> None:
     """Add the ``explain`` subcommand."""
     parser = subparsers.add_parser(
         "explain",
-        help="print what a saved capture directory (or a directory of bodies) holds",
+        help="decide from a saved capture directory (or a directory of bodies)",
         description=(
             "Load a capture directory (verifying its digests) or a directory of bare "
-            "bodies, re-derive every observation from the bytes, and print them."
+            "bodies, re-derive every observation from the bytes, and report what the "
+            "evidence does and does not establish."
         ),
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("directory", help="a directory saved by `probe`, or of <route>.body files")
-    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    parser.add_argument("--startup-log", metavar="FILE", help="the server's startup log")
+    parser.add_argument(
+        "--launch", type=int, metavar="N", help="which launch of the log (default: the last)"
+    )
+    add_report_arguments(parser)
     parser.set_defaults(handler=run)
 
 
-def _arm(outcome: Any) -> dict[str, Any]:
-    from vllm_evidence.capture import batch as b
-
-    match outcome:
-        case b.Parsed():
-            return {"outcome": "parsed"}
-        case b.NotFound():
-            return {"outcome": "not_found"}
-        case b.Unauthorized(status=status):
-            return {"outcome": "unauthorized", "status": status}
-        case b.Unparsed(failure=failure):
-            return {"outcome": "unparsed", "reason": failure.reason}
-        case b.HttpError(status=status):
-            return {"outcome": "http_error", "status": status}
-        case b.Redirected(status=status, location=location):
-            return {"outcome": "redirected", "status": status, "location": location}
-        case b.TimedOut(detail=detail):
-            return {"outcome": "timed_out", "detail": detail}
-        case b.Unreachable(detail=detail):
-            return {"outcome": "unreachable", "detail": detail}
-        case b.TooLarge(limit=limit):
-            return {"outcome": "too_large", "limit_bytes": limit}
-        case b.NotRequested():
-            return {"outcome": "not_requested"}
-        case _:  # pragma: no cover - the arms above are the closed set
-            msg = f"unknown outcome {outcome!r}"
-            raise AssertionError(msg)
-
-
-def _observation(outcome: Any) -> Any:
-    from vllm_evidence.capture.batch import Parsed
-
-    return outcome.observation if isinstance(outcome, Parsed) else None
-
-
-def _server_info_json(info: Any) -> dict[str, Any] | None:
-    if info is None:
-        return None
-    p = info.parallel
-    return {
-        "form": info.form.value,
-        "parallel": {
-            "tensor_parallel_size": p.tensor_parallel_size,
-            "pipeline_parallel_size": p.pipeline_parallel_size,
-            "data_parallel_size": p.data_parallel_size,
-            "prefill_context_parallel_size": p.prefill_context_parallel_size,
-            "decode_context_parallel_size": p.decode_context_parallel_size,
-            "world_size": p.world_size,
-            "distributed_executor_backend": p.distributed_executor_backend,
-        },
-        "model": info.model,
-        "served_model_name": info.served_model_name,
-        "instance_id": info.instance_id,
-    }
-
-
-def document(readback: Any) -> dict[str, Any]:
-    """The JSON document for a captured readback or historical bundle."""
-    from vllm_evidence.capture.batch import JoinEstablished
-    from vllm_evidence.readback import CapturedReadback
-
-    routes = {
-        "version": readback.version,
-        "v1_models": readback.models,
-        "metrics": readback.metrics,
-        "health": readback.health,
-        "server_info": readback.server_info,
-        "server_info__config_format_json": readback.server_info_json,
-        "get_world_size": readback.world_size,
-    }
-    join = readback.join
-    if isinstance(join, JoinEstablished):
-        join_doc: dict[str, Any] = {
-            "established": True,
-            "process_start_time_seconds": str(join.process_start_seconds),
-        }
-    else:
-        join_doc = {"established": False, "reason": join.reason.value, "detail": join.detail}
-    if isinstance(readback, CapturedReadback):
-        source: dict[str, Any] = {
-            "kind": "captured",
-            "batch_id": readback.batch.batch_id,
-            "target": readback.batch.target,
-            "requests": [
-                {
-                    "route": e.route.stem,
-                    "role": e.role.value,
-                    "status": e.status,
-                    "transport": e.transport.value,
-                    "sha256": e.body_sha256,
-                    "started_at": e.started_at.isoformat(),
-                    "elapsed_ms": (e.ended_monotonic_ns - e.started_monotonic_ns) // 1_000_000,
-                }
-                for e in readback.batch.all_exchanges()
-            ],
-        }
-    else:
-        source = {"kind": "historical"}
-    version = _observation(readback.version)
-    models = _observation(readback.models)
-    metrics = _observation(readback.metrics)
-    health = _observation(readback.health)
-    world = _observation(readback.world_size)
-    info = _observation(readback.server_info_json) or _observation(readback.server_info)
-    return {
-        "schema": EXPLAIN_SCHEMA,
-        "source": source,
-        "join": join_doc,
-        "routes": {stem: _arm(outcome) for stem, outcome in routes.items()},
-        "observations": {
-            "version": None if version is None else version.raw,
-            "models": None
-            if models is None
-            else [
-                {
-                    "id": card.served_id,
-                    "owned_by": card.owned_by,
-                    "root": card.root,
-                    "parent": card.parent,
-                    "max_model_len": None
-                    if card.max_model_len is None
-                    else card.max_model_len.value,
-                }
-                for card in models.cards
-            ],
-            "metrics": None
-            if metrics is None
-            else {
-                "cache_config_info": [
-                    {"labels": series.labels, "value": str(series.value)}
-                    for series in metrics.cache_config_info
-                ],
-                "process_start_time_seconds": None
-                if metrics.process_start_time is None
-                else str(metrics.process_start_time.seconds),
-                "vllm_families": sorted(metrics.vllm_families),
-            },
-            "health": None if health is None else {"status": health.status},
-            "server_info": _server_info_json(info),
-            "world_size": None if world is None else {"product": world.product},
-        },
-    }
-
-
-def _text(doc: dict[str, Any]) -> str:
-    lines: list[str] = []
-    source = doc["source"]
-    if source["kind"] == "captured":
-        lines.append(f"capture {source['batch_id']} of {source['target']}")
-    else:
-        lines.append("historical bundle (bodies supplied, not one bracketed read)")
-    join = doc["join"]
-    if join["established"]:
-        lines.append(
-            f"join: established (process_start_time_seconds {join['process_start_time_seconds']})"
-        )
-    else:
-        lines.append(f"join: not established ({join['reason']}: {join['detail']})")
-    lines.append("routes:")
-    for stem, arm in doc["routes"].items():
-        extra = ", ".join(f"{k}={v}" for k, v in arm.items() if k != "outcome")
-        lines.append(f"  {stem:<33} {arm['outcome']}" + (f" ({extra})" if extra else ""))
-    obs = doc["observations"]
-    lines.append("observations:")
-    lines.append(f"  version (self-reported): {obs['version']}")
-    lines.extend(
-        f"  model card: id={card['id']} root={card['root']} parent={card['parent']} "
-        f"max_model_len={card['max_model_len']}"
-        for card in obs["models"] or []
-    )
-    metrics = obs["metrics"]
-    if metrics is not None:
-        lines.append(f"  process_start_time_seconds: {metrics['process_start_time_seconds']}")
-        for series in metrics["cache_config_info"]:
-            labels = series["labels"]
-            keys = ("engine", "block_size", "num_gpu_blocks", "kv_cache_size_tokens")
-            shown = " ".join(f"{k}={labels[k]}" for k in keys if k in labels)
-            lines.append(f"  cache_config_info: {shown} ({len(labels)} labels)")
-        lines.append(f"  vllm: metric families: {len(metrics['vllm_families'])}")
-    info = obs["server_info"]
-    if info is not None:
-        shown = " ".join(f"{k}={v}" for k, v in info["parallel"].items() if v is not None)
-        lines.append(f"  server_info ({info['form']} form): {shown}")
-        if info["instance_id"] is not None:
-            lines.append(f"  instance_id: {info['instance_id']}")
-    if obs["world_size"] is not None:
-        lines.append(f"  world size product (not a configuration): {obs['world_size']['product']}")
-    if obs["health"] is not None:
-        lines.append(f"  /health status: {obs['health']['status']}")
-    return "\n".join(lines) + "\n"
-
-
 def run(args: argparse.Namespace) -> int:
-    """Load the directory and print its observations."""
+    """Load the directory (and log), assess, print, and gate on ``--require``."""
+    from vllm_evidence.assessment import assess
     from vllm_evidence.capture.directory import load
+    from vllm_evidence.capture.startup_log import LogReadFailure, read_startup_log
     from vllm_evidence.errors import InputError
 
     try:
         readback = load(args.directory)
     except InputError as exc:
-        sys.stderr.write(f"vllm-evidence explain: {exc}\n")
-        return 2
-    doc = document(readback)
-    if args.json:
-        sys.stdout.write(json.dumps(doc, indent=2, sort_keys=False) + "\n")
-    else:
-        sys.stdout.write(_text(doc))
-    return 0
+        return fail(PROG, str(exc))
+    log_path = args.startup_log
+    if log_path is None and (Path(args.directory) / "startup.log").is_file():
+        log_path = str(Path(args.directory) / "startup.log")
+    log = None
+    if log_path is not None:
+        read = read_startup_log(log_path)
+        if isinstance(read, LogReadFailure):
+            return fail(PROG, read.describe())
+        log = read
+    try:
+        assessment = assess(readback, log, launch=args.launch)
+    except InputError as exc:
+        return fail(PROG, str(exc))
+    print_report(assessment, json_out=args.json)
+    return check_requirements([assessment], args.require)
