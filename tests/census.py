@@ -32,7 +32,8 @@ What does not count as a read
   anything in the class body outside a method (field definitions), and functions
   named in a field definition (``attrs.field(validator=check)``).  A field that only
   its constructor reads is inert: the check guards a value no decision uses.
-* The assignment target of ``obj.field = ...`` (a write).
+* Writes: there are none to tell apart.  Sealed classes are frozen, so mypy rejects
+  ``obj.field = ...`` and the census refuses to run on a program mypy rejects.
 * attrs-generated dunders (``__eq__``, ``__hash__``, ``__repr__``): they have no
   source to read.  Hand-written methods, dunders included, are ordinary readers.
 * Reads outside the reader roots: by default only the package reads; a test that
@@ -46,15 +47,21 @@ is of this kind -- a false alarm, never a missed inert field)
   on purpose: a field that only a generic serialiser touches is read by no decision
   or rendering, so it is reported.
 * Reads through ``Any`` (an untyped value, ``json``-shaped data, a ``cast(Any, ...)``)
-  and through structural types: a ``Protocol`` or ``object`` does not name the class.
+  and through structural types: a read through a ``Protocol`` (or ``object``) is
+  credited to the protocol, which names no sealed class.
 * String-named access that is not a literal ``getattr``: ``getattr(obj, name)`` with a
   computed name, ``operator.attrgetter("field")``, ``__match_args__`` iteration,
   string-keyed serialisation.
-* Reads in code mypy does not type-check: unreachable branches, modules outside the
-  build (the build follows the reader roots' imports, as ``mypy`` does).
+* Reads in code mypy does not type-check: branches it deems unreachable (after an
+  exhaustive ``match``, under a ``sys.version_info`` guard for another Python).
+
+What it over-credits (each one can hide an inert field)
+-------------------------------------------------------
 * Call reachability: a read inside a method or function counts even if nothing calls
-  that method or function.  The census proves "read by some code in the package",
-  not "read on a path that a decision takes".
+  that method or function.  The census proves "read by some code in the reader
+  roots", not "read on a path that a decision takes".
+* Unions: ``x.span`` on ``A | B`` credits ``A.span`` and ``B.span`` alike, although
+  at run time only one of them may ever reach that line.
 
 What it can see that a name search cannot
 -----------------------------------------
@@ -392,12 +399,6 @@ class _Reads:
                     else:
                         # Field definitions and other class-body code: construction.
                         self._within(node.info.fullname, [stmt])
-                return
-            case AssignmentStmt():
-                self.visit(node.rvalue)
-                for lvalue in node.lvalues:
-                    # `obj.field = v` writes the field; only `obj` is read.
-                    self.visit(lvalue.expr if isinstance(lvalue, MemberExpr) else lvalue)
                 return
             case MemberExpr():
                 self._credit_expr(node.expr, node.name)
