@@ -11,13 +11,13 @@ import pytest
 
 from tests._paths import REAL
 from tests.test_adapters import REAL_CACHE_CONFIG_LABELS
-from vllm_evidence.render import front_door_document as document
 from vllm_evidence.capture.batch import JoinEstablished, JoinRefusal, NotFound, Parsed
 from vllm_evidence.capture.directory import MANIFEST, load, save
 from vllm_evidence.capture.http import probe_sync
 from vllm_evidence.cli import main
 from vllm_evidence.errors import CaptureIntegrityError, InputError
 from vllm_evidence.readback import CapturedReadback, HistoricalBundle, readback_from_batch
+from vllm_evidence.render import front_door_document as document
 from vllm_evidence.testing.stub import Fault, serve_capture
 from vllm_evidence.upstream.routes import Route
 

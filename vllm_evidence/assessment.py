@@ -29,6 +29,7 @@ from vllm_evidence.decisions import (
     JoinedIncarnation,
     ParallelDecision,
     ParallelEstablished,
+    PresentRank,
     ServedIdentityDecision,
     ServedIdentityEstablished,
     decide_capacity,
@@ -175,7 +176,16 @@ def _engine_json(e: EngineCapacity) -> dict[str, object]:
         "max_concurrency": None if e.max_concurrency is None else str(e.max_concurrency.value),
         "max_model_len": None if e.max_model_len is None else e.max_model_len.value,
         "source": e.source_kind.value,
-        "where": str(e.source),
+        "where": e.source.as_json(),
+    }
+
+
+def _rank_json(r: PresentRank) -> dict[str, object]:
+    return {
+        "rank": r.rank,
+        "dp_rank": r.data_parallel_rank,
+        "pid": r.pid,
+        "where": r.source.as_json(),
     }
 
 
@@ -183,13 +193,15 @@ def _parallel_json(d: ParallelDecision) -> dict[str, object]:
     config = d.configuration
     if isinstance(d, ParallelEstablished):
         present: tuple[int, ...] | None = tuple(r.rank for r in d.ranks)
-        ranks = [{"rank": r.rank, "dp_rank": r.data_parallel_rank, "pid": r.pid} for r in d.ranks]
+        ranks = [_rank_json(r) for r in d.ranks]
+        expected: list[int] | None = list(d.configuration.expected_ranks())
         missing: list[int] = []
         product = None
         remedy = None
     else:
         present = tuple(r.rank for r in d.present) if d.configuration is not None else None
-        ranks = [{"rank": r.rank, "dp_rank": r.data_parallel_rank, "pid": r.pid} for r in d.present]
+        ranks = [_rank_json(r) for r in d.present]
+        expected = None if d.expected_ranks is None else list(d.expected_ranks)
         missing = list(d.missing_ranks)
         product = d.world_size_product
         remedy = d.remedy
@@ -201,12 +213,13 @@ def _parallel_json(d: ParallelDecision) -> dict[str, object]:
         "tensor_parallel_size": None if config is None else config.tensor_parallel_size,
         "pipeline_parallel_size": None if config is None else config.pipeline_parallel_size,
         "data_parallel_size": None if config is None else config.data_parallel_size,
-        "expected_ranks": None if config is None else list(config.expected_ranks()),
+        "expected_ranks": expected,
         "present_ranks": None if present is None else list(present),
         "missing_ranks": missing,
         "ranks": ranks,
         "world_size_product": product,
-        "configuration_source": None if config is None else str(config.source),
+        "configuration_source": None if config is None else config.source.as_json(),
+        "data_parallel_note": None if config is None else config.data_parallel_note,
         "laws": _laws_json(d.law),
     }
 
@@ -257,10 +270,15 @@ def _identity_json(d: ServedIdentityDecision) -> dict[str, object]:
         "remedy": None if isinstance(d, ServedIdentityEstablished) else d.remedy,
         "served_ids": [n.served_id for n in d.names],
         "configured_path": d.configured_path,
-        "derivations": {
-            n.served_id: None if n.derivation is None else n.derivation.value for n in d.names
-        },
-        "source": None if d.source is None else str(d.source),
+        "derivations": [
+            {
+                "served_id": n.served_id,
+                "configured_path": n.configured_path,
+                "derivation": None if n.derivation is None else n.derivation.value,
+            }
+            for n in d.names
+        ],
+        "source": None if d.source is None else d.source.as_json(),
         "laws": _laws_json(d.law),
     }
 
@@ -279,7 +297,7 @@ def _health_json(d: HealthCoverageDecision) -> dict[str, object]:
         "remedy": remedy,
         "backend": backend,
         "coverage": coverage,
-        "backend_source": None if d.backend_source is None else str(d.backend_source),
+        "backend_source": None if d.backend_source is None else d.backend_source.as_json(),
         "health_status": d.health_status,
         "laws": _laws_json(d.law),
     }

@@ -6,14 +6,23 @@ These documents carry observations only; decisions are rendered by
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar, assert_never
+
+from vllm_evidence.adapters.server_info import ServerInfo
+from vllm_evidence.capture import batch as b
+from vllm_evidence.capture.batch import JoinEstablished, Outcome, Parsed
+from vllm_evidence.readback import CapturedReadback, HistoricalBundle
 
 __all__ = ["front_door_document"]
 
+ObsT = TypeVar("ObsT")
 
-def _arm(outcome: Any) -> dict[str, Any]:
-    from vllm_evidence.capture import batch as b
 
+def _arm(outcome: Outcome[Any]) -> dict[str, Any]:
+    return {"route": outcome.route.target, **_arm_fields(outcome)}
+
+
+def _arm_fields(outcome: Outcome[Any]) -> dict[str, Any]:
     match outcome:
         case b.Parsed():
             return {"outcome": "parsed"}
@@ -36,17 +45,14 @@ def _arm(outcome: Any) -> dict[str, Any]:
         case b.NotRequested():
             return {"outcome": "not_requested"}
         case _:  # pragma: no cover - the arms above are the closed set
-            msg = f"unknown outcome {outcome!r}"
-            raise AssertionError(msg)
+            assert_never(outcome)
 
 
-def _observation(outcome: Any) -> Any:
-    from vllm_evidence.capture.batch import Parsed
-
+def _observation(outcome: Outcome[ObsT]) -> ObsT | None:
     return outcome.observation if isinstance(outcome, Parsed) else None
 
 
-def _server_info_json(info: Any) -> dict[str, Any] | None:
+def _server_info_json(info: ServerInfo | None) -> dict[str, Any] | None:
     if info is None:
         return None
     p = info.parallel
@@ -67,11 +73,8 @@ def _server_info_json(info: Any) -> dict[str, Any] | None:
     }
 
 
-def front_door_document(readback: Any) -> dict[str, Any]:
+def front_door_document(readback: CapturedReadback | HistoricalBundle) -> dict[str, Any]:
     """The JSON document for a captured readback or historical bundle."""
-    from vllm_evidence.capture.batch import JoinEstablished
-    from vllm_evidence.readback import CapturedReadback
-
     routes = {
         "version": readback.version,
         "v1_models": readback.models,

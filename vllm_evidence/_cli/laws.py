@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         emit_json(
             {
                 "schema": SCHEMA,
-                "version": str(version),
+                "version": str(laws.version),
                 "established": True,
                 "known_span": {"first": str(KNOWN_SPAN.first), "last": str(KNOWN_SPAN.last)},
                 "answers": answers,

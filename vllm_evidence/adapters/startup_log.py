@@ -529,10 +529,14 @@ class AvailableMemoryObservation(Sealed):
     __public_constructor__ = _PUBLIC
 
     gib: GiB
-    text: str
     repeated: int | None
     line: int
     process: ProcessTag | None
+
+    @property
+    def text(self) -> str:
+        """The figure exactly as printed (``"-0.53"``): the exact decimal, never rounded."""
+        return str(self.gib.value)
 
 
 _mint_memory = minter(AvailableMemoryObservation, AvailableMemoryObservation.__attrs_init__)
@@ -807,9 +811,7 @@ def parse_logical_line(text: str, line: int) -> list[Observation]:
         if m := _MEMORY_RE.match(msg):
             gib = GiB.parse(m["g"])
             if not isinstance(gib, MeasureParseFailure):
-                out.append(
-                    _mint_memory(gib=gib, text=m["g"], repeated=h.repeated, line=line, process=proc)
-                )
+                out.append(_mint_memory(gib=gib, repeated=h.repeated, line=line, process=proc))
     elif "world size" in msg or msg.startswith("world_size="):
         out.extend(_rank(msg, h, line))
     elif msg.startswith("Initializing"):

@@ -134,7 +134,7 @@ class LogReadFailure(Sealed):
     def describe(self) -> str:
         """One line for a person."""
         where = self.source if self.source is not None else "<stream>"
-        return f"cannot read startup log {where}: {self.detail}"
+        return f"cannot read startup log {where}: {self.detail} ({self.reason.value})"
 
 
 _mint_failure = minter(LogReadFailure, LogReadFailure.__attrs_init__)

@@ -58,6 +58,10 @@ class Source(Sealed):
     def __str__(self) -> str:
         return self.where
 
+    def as_json(self) -> dict[str, str]:
+        """``{"kind": "front_door" | "startup_log", "where": …}``."""
+        return {"kind": self.kind.value, "where": self.where}
+
 
 _mint_source = minter(Source, Source.__attrs_init__)
 
