@@ -1,0 +1,77 @@
+"""vllm_evidence: what a running vLLM server's evidence does and does not establish.
+
+The main entry points, imported lazily (``import vllm_evidence`` stays cheap)::
+
+    from vllm_evidence import assess, probe_sync, read_startup_log, readback_from_batch
+
+    batch = probe_sync("http://127.0.0.1:8000")          # GET only, one bracketed batch
+    log = read_startup_log("vllm.log")                   # StartupLog | LogReadFailure
+    assessment = assess(readback_from_batch(batch), log)  # five sealed decisions
+
+See :mod:`vllm_evidence.decisions` for the decision types and
+:mod:`vllm_evidence.upstream` for the version-scoped law table.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from vllm_evidence.assessment import Assessment, assess, assessment_document
+    from vllm_evidence.capture.directory import load, save
+    from vllm_evidence.capture.http import probe, probe_sync
+    from vllm_evidence.capture.startup_log import LogReadFailure, StartupLog, read_startup_log
+    from vllm_evidence.errors import CaptureIntegrityError, EvidenceError, InputError
+    from vllm_evidence.readback import historical_bundle, readback_from_batch
+    from vllm_evidence.upstream import laws_for
+
+__all__ = [
+    "Assessment",
+    "CaptureIntegrityError",
+    "EvidenceError",
+    "InputError",
+    "LogReadFailure",
+    "StartupLog",
+    "assess",
+    "assessment_document",
+    "historical_bundle",
+    "laws_for",
+    "load",
+    "probe",
+    "probe_sync",
+    "read_startup_log",
+    "readback_from_batch",
+    "save",
+]
+
+_LAZY: dict[str, str] = {
+    "Assessment": "vllm_evidence.assessment",
+    "assess": "vllm_evidence.assessment",
+    "assessment_document": "vllm_evidence.assessment",
+    "load": "vllm_evidence.capture.directory",
+    "save": "vllm_evidence.capture.directory",
+    "probe": "vllm_evidence.capture.http",
+    "probe_sync": "vllm_evidence.capture.http",
+    "LogReadFailure": "vllm_evidence.capture.startup_log",
+    "StartupLog": "vllm_evidence.capture.startup_log",
+    "read_startup_log": "vllm_evidence.capture.startup_log",
+    "CaptureIntegrityError": "vllm_evidence.errors",
+    "EvidenceError": "vllm_evidence.errors",
+    "InputError": "vllm_evidence.errors",
+    "historical_bundle": "vllm_evidence.readback",
+    "readback_from_batch": "vllm_evidence.readback",
+    "laws_for": "vllm_evidence.upstream",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        msg = f"module 'vllm_evidence' has no attribute {name!r}"
+        raise AttributeError(msg)
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
