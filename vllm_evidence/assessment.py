@@ -15,6 +15,7 @@ from typing import Any, final
 import attrs
 from packaging.version import Version
 
+from vllm_evidence._claims import CLAIMS
 from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.capture.startup_log import Launch, StartupLog, startup_log_document
 from vllm_evidence.decisions import (
@@ -54,15 +55,6 @@ __all__ = [
 ]
 
 SCHEMA = "vllm-evidence.assessment/1"
-
-#: The claims ``--require`` can name, in report order.
-CLAIMS: tuple[str, ...] = (
-    "parallel",
-    "capacity",
-    "served_identity",
-    "health_coverage",
-    "front_door_join",
-)
 
 
 @final

@@ -31,7 +31,7 @@ _TITLES = {
 
 def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     """``--json`` and ``--require``, shared by probe, explain and demo."""
-    from vllm_evidence.assessment import CLAIMS
+    from vllm_evidence._claims import CLAIMS
 
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument(

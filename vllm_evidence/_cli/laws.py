@@ -6,15 +6,6 @@ import argparse
 from typing import Any
 
 from vllm_evidence._cli._output import emit_json, fail, print_table
-from vllm_evidence.upstream import (
-    KNOWN_SPAN,
-    LAW_TABLE,
-    READ_RELEASES,
-    VersionNotEstablished,
-    laws_for,
-    parse_release,
-)
-from vllm_evidence.upstream.laws import law_json
 
 SCHEMA = "vllm-evidence.laws/1"
 
@@ -46,6 +37,9 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the whole table, or the laws for ``--version``."""
+    from vllm_evidence.upstream import KNOWN_SPAN, VersionNotEstablished, laws_for, parse_release
+    from vllm_evidence.upstream.laws import law_json
+
     if args.release is None:
         return _whole_table(json_out=args.json)
     version = parse_release(args.release)
@@ -103,6 +97,9 @@ def _scope(doc: dict[str, object]) -> str:
 
 
 def _whole_table(*, json_out: bool) -> int:
+    from vllm_evidence.upstream import LAW_TABLE, READ_RELEASES
+    from vllm_evidence.upstream.laws import law_json
+
     if json_out:
         emit_json(
             {

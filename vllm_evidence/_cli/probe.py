@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import os
 import sys
 from pathlib import Path
@@ -122,6 +121,8 @@ def _unreachable(batch: CaptureBatch) -> str | None:
 async def _probe_all(
     urls: list[str], args: argparse.Namespace, key: str | None
 ) -> list[tuple[str, CaptureBatch | str]]:
+    import asyncio
+
     from vllm_evidence.capture.http import clean_target, probe
     from vllm_evidence.errors import InputError
 
@@ -176,6 +177,8 @@ def _slug(target: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Probe every URL, assess, print, and gate on ``--require``."""
+    import asyncio
+
     from vllm_evidence.assessment import assess
     from vllm_evidence.errors import InputError
     from vllm_evidence.readback import readback_from_batch

@@ -1,0 +1,51 @@
+"""Benchmark: how long ``vllm-evidence --version`` and ``--help`` take to answer.
+
+Target: under 150 ms each on a 2-core machine.  Prints the median and the best of N
+runs of each command as a fresh process (interpreter start included), next to
+``python -c pass`` on the same machine, so the figures read as ratios too.
+
+    python benchmarks/bench_cli_startup.py [--runs 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+
+
+def _time(argv: list[str], runs: int) -> list[float]:
+    out = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(argv, capture_output=True, check=True)
+        out.append((time.perf_counter() - start) * 1000)
+    return out
+
+
+def main() -> None:
+    """Run each command ``--runs`` times and print milliseconds."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=15)
+    runs = parser.parse_args().runs
+    cases = {
+        "python -c pass": [sys.executable, "-c", "pass"],
+        "vllm-evidence --version": [sys.executable, "-m", "vllm_evidence", "--version"],
+        "vllm-evidence --help": [sys.executable, "-m", "vllm_evidence", "--help"],
+        "vllm-evidence probe --help": [sys.executable, "-m", "vllm_evidence", "probe", "--help"],
+    }
+    baseline = None
+    for name, argv in cases.items():
+        times = _time(argv, runs)
+        median = statistics.median(times)
+        baseline = baseline or median
+        print(
+            f"{name:<30} median {median:6.1f} ms  best {min(times):6.1f} ms  "
+            f"({median / baseline:4.2f}× bare python)"
+        )
+
+
+if __name__ == "__main__":
+    main()
