@@ -179,3 +179,9 @@ def test_concurrency_from_a_float_repr_is_that_float_exactly(x: float) -> None:
     result = Concurrency.parse(repr(x))
     assert isinstance(result, Concurrency)
     assert Decimal(repr(x)) == result.value
+
+
+def test_negative_zero_keeps_its_sign() -> None:
+    parsed = GiB.parse("-0.00")
+    assert isinstance(parsed, GiB)
+    assert str(parsed.value) == "-0.00"

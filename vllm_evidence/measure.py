@@ -136,10 +136,10 @@ def _parse_decimal(measure: str, text: object, *, signed: bool) -> Decimal | Mea
             return _fail(measure, text, ParseFailureReason.SEPARATORS_NOT_ALLOWED)
         return _fail(measure, text, ParseFailureReason.NOT_A_NUMBER)
     try:
-        value = Decimal(body)
+        # Decimal(text) keeps the sign of a negative zero ("-0.00") exactly.
+        return Decimal(("-" if negative else "") + body)
     except InvalidOperation:  # pragma: no cover - the regex admits only valid decimals
         return _fail(measure, text, ParseFailureReason.NOT_A_NUMBER)
-    return -value if negative else value
 
 
 def _check_count(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
