@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -66,8 +65,6 @@ def run(args: argparse.Namespace) -> int:
         if not Path(directory).is_dir():  # pragma: no cover - a broken installation
             return fail(PROG, f"demo data missing from the installation: {directory}")
         with serve_capture(directory) as door:
-            if not args.json:
-                sys.stderr.write(f"replaying {args.scenario} at {door.url} (127.0.0.1 only)\n")
             batch = probe_sync(door.url)
         log = None
         if not args.no_startup_log:

@@ -20,6 +20,14 @@ def register(subparsers: Any) -> None:
             "what each launch shows: version, parallel configuration, ranks, executor "
             "backend, routes and capacity lines."
         ),
+        epilog=(
+            "examples:\n"
+            "  vllm-evidence log vllm.log\n"
+            "  journalctl -u vllm | vllm-evidence log - --json\n"
+            "  vllm-evidence log tmux-capture.txt --wrap-width 147\n\n"
+            "exit status: 0 read, 2 unreadable input (missing, a directory, empty, binary)."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("file", help="the log file ('-' reads standard input)")
     parser.add_argument("--json", action="store_true", help="print one JSON document")

@@ -1,0 +1,340 @@
+"""The command line end to end: real argv, real exit codes, real output, as a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests._paths import REAL
+from vllm_evidence.testing.stub import Fault, serve_capture
+from vllm_evidence.upstream.routes import Route
+
+SECRET = "sk-test-4d1c0ffee-do-not-print"  # noqa: S105  # a test key, asserted absent
+
+
+def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("VLLM_EVIDENCE_TEST")}
+    base["NO_COLOR"] = "1"
+    base.update(env or {})
+    return subprocess.run(
+        [sys.executable, "-m", "vllm_evidence", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=base,
+        timeout=120,
+    )
+
+
+def _one_line_error(out: subprocess.CompletedProcess[str], status: int = 2) -> str:
+    assert out.returncode == status, (out.returncode, out.stdout, out.stderr)
+    lines = out.stderr.strip().splitlines()
+    assert len(lines) == 1, out.stderr
+    assert "Traceback" not in out.stderr
+    return lines[0]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return port
+
+
+# --- demo ---------------------------------------------------------------------------
+
+
+def test_demo_json_reports_the_real_capture() -> None:
+    out = _run("demo", "--json")
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["schema"] == "vllm-evidence.assessment/1"
+    assert doc["version"] == "0.32.0"
+    d = doc["decisions"]
+    assert (d["parallel"]["verdict"], d["parallel"]["reason"]) == ("established", "established")
+    assert d["parallel"]["tensor_parallel_size"] == 1
+    assert d["parallel"]["expected_ranks"] == [0]
+    assert d["parallel"]["present_ranks"] == [0]
+    assert d["capacity"]["verdict"] == "established"
+    assert d["capacity"]["source"] == "label_kv_cache_size_tokens"
+    engine = d["capacity"]["engines"][0]
+    assert (engine["engine"], engine["tokens"]) == ("0", 4194304)
+    assert (engine["max_concurrency"], engine["max_model_len"]) == ("2048.0", 2048)
+    assert d["capacity"]["corroborated_by"][0]["tokens"] == 4194304
+    assert d["capacity"]["corroborated_by"][0]["max_concurrency"] == "2048.00"
+    assert (d["served_identity"]["verdict"], d["served_identity"]["reason"]) == (
+        "refused",
+        "served_id_not_derivable",
+    )
+    assert d["served_identity"]["served_ids"] == ["tiny-llama:q4-alias"]
+    assert d["served_identity"]["configured_path"] == "/models/tiny-llama"
+    assert "contradict" not in d["served_identity"]["detail"]
+    assert (d["health_coverage"]["backend"], d["health_coverage"]["coverage"]) == (
+        "mp",
+        "worker_death_reaches",
+    )
+    assert d["front_door_join"]["verdict"] == "established"
+    assert doc["observations"]["models"][0]["id"] == "tiny-llama:q4-alias"
+
+
+def test_demo_text_is_plain_when_piped() -> None:
+    out = _run("demo")
+    assert out.returncode == 0
+    assert "\x1b[" not in out.stdout
+    assert "parallel realization   ESTABLISHED" in out.stdout
+    assert "served identity        REFUSED      served_id_not_derivable" in out.stdout
+    assert "to move it:" in out.stdout
+    assert "law capacity.label_kv_cache_size_tokens (read for 0.27.0 .. 0.33.0)" in out.stdout
+
+
+def test_demo_without_the_log_stops_parallel_at_stage_two() -> None:
+    out = _run("demo", "--json", "--no-startup-log")
+    doc = json.loads(out.stdout)
+    assert doc["decisions"]["parallel"]["reason"] == "population_unobserved"
+    assert doc["decisions"]["parallel"]["expected_ranks"] == [0]
+
+
+@pytest.mark.parametrize(
+    ("claims", "status"),
+    [
+        (["parallel", "capacity"], 0),
+        (["parallel", "served_identity"], 3),
+        (["front_door_join", "health_coverage"], 0),
+    ],
+)
+def test_require_gates_on_claims(claims: list[str], status: int) -> None:
+    out = _run("demo", "--require", *claims)
+    assert out.returncode == status
+    if status == 3:
+        assert _one_line_error(out, 3).endswith("not established: served_identity")
+
+
+# --- probe ---------------------------------------------------------------------------
+
+
+def test_probe_with_startup_log_matches_the_demo() -> None:
+    with serve_capture(REAL) as door:
+        out = _run("probe", door.url, "--startup-log", str(REAL / "startup.log"), "--json")
+    doc = json.loads(out.stdout)
+    assert doc["target"] == door.url
+    assert doc["decisions"]["parallel"]["reason"] == "established"
+    assert doc["decisions"]["parallel"]["ranks"][0]["pid"] == 23986
+
+
+def test_probe_with_development_routes_404_stops_at_stage_one() -> None:
+    faults = {r: Fault(status=404) for r in (Route.SERVER_INFO, Route.SERVER_INFO_JSON)}
+    faults[Route.GET_WORLD_SIZE] = Fault(status=404)
+    with serve_capture(REAL, faults=faults) as door:
+        out = _run("probe", door.url, "--json")
+    doc = json.loads(out.stdout)
+    assert out.returncode == 0
+    assert doc["decisions"]["parallel"]["reason"] == "configuration_unobserved"
+    assert doc["front_door"]["routes"]["server_info"]["outcome"] == "not_found"
+
+
+def test_probe_no_development_routes_requests_none() -> None:
+    with serve_capture(REAL) as door:
+        out = _run("probe", door.url, "--no-development-routes", "--json")
+        paths = {r.path for r in door.requests}
+    assert out.returncode == 0
+    assert paths == {"/metrics", "/version", "/v1/models", "/health"}
+
+
+def test_fleet_table_and_json_lines() -> None:
+    with serve_capture(REAL) as a, serve_capture(REAL, api_key=SECRET) as b:
+        table = _run("probe", a.url, b.url)
+        lines = _run("probe", a.url, b.url, "--json")
+    assert table.returncode == 0
+    assert "2 vLLM servers" in table.stdout
+    assert table.stdout.count("0.32.0") >= 2
+    docs = [json.loads(line) for line in lines.stdout.splitlines()]
+    assert [d["target"] for d in docs] == [a.url, b.url]
+    assert docs[0]["decisions"]["served_identity"]["served_ids"] == ["tiny-llama:q4-alias"]
+    assert docs[1]["decisions"]["served_identity"]["reason"] == "models_unobserved"
+
+
+def test_fleet_marks_an_unreachable_server() -> None:
+    dead = f"http://127.0.0.1:{_free_port()}"
+    with serve_capture(REAL) as door:
+        out = _run("probe", door.url, dead, "--timeout", "2")
+    assert out.returncode == 0
+    assert "cannot read" in out.stdout
+
+
+def test_save_then_explain_round_trip(tmp_path: Path) -> None:
+    saved = tmp_path / "capture"
+    with serve_capture(REAL) as door:
+        first = _run("probe", door.url, "--save", str(saved), "--json")
+    second = _run("explain", str(saved), "--json")
+    a, b = json.loads(first.stdout), json.loads(second.stdout)
+    assert a["decisions"] == b["decisions"]
+    assert a["observations"] == b["observations"]
+
+
+# --- the API key -----------------------------------------------------------------------
+
+
+def test_api_key_from_env_is_used_and_never_shown(tmp_path: Path) -> None:
+    saved = tmp_path / "capture"
+    with serve_capture(REAL, api_key=SECRET) as door:
+        out = _run(
+            "probe",
+            door.url,
+            "--api-key-env",
+            "VLLM_EVIDENCE_TEST_KEY",
+            "--save",
+            str(saved),
+            "--json",
+            env={"VLLM_EVIDENCE_TEST_KEY": SECRET},
+        )
+        text = _run(
+            "probe",
+            door.url,
+            "--api-key-env",
+            "VLLM_EVIDENCE_TEST_KEY",
+            env={"VLLM_EVIDENCE_TEST_KEY": SECRET},
+        )
+    doc = json.loads(out.stdout)
+    assert doc["front_door"]["routes"]["v1_models"]["outcome"] == "parsed"
+    for blob in (out.stdout, out.stderr, text.stdout, text.stderr):
+        assert SECRET not in blob
+    for path in saved.rglob("*"):
+        if path.is_file():
+            assert SECRET.encode() not in path.read_bytes(), path
+
+
+def test_api_key_from_file(tmp_path: Path) -> None:
+    key_file = tmp_path / "key"
+    key_file.write_text(SECRET + "\n", encoding="utf-8")
+    with serve_capture(REAL, api_key=SECRET) as door:
+        out = _run("probe", door.url, "--api-key-file", str(key_file), "--json")
+    assert json.loads(out.stdout)["front_door"]["routes"]["v1_models"]["outcome"] == "parsed"
+    assert SECRET not in out.stdout + out.stderr
+
+
+def test_without_the_key_models_are_unauthorized_not_made_up() -> None:
+    with serve_capture(REAL, api_key=SECRET) as door:
+        out = _run("probe", door.url, "--json")
+    doc = json.loads(out.stdout)
+    assert doc["front_door"]["routes"]["v1_models"]["outcome"] == "unauthorized"
+    assert doc["observations"]["models"] is None
+    assert doc["decisions"]["served_identity"]["reason"] == "models_unobserved"
+    assert "API key" in doc["decisions"]["served_identity"]["remedy"]
+
+
+# --- bad input: one line, exit 2, no traceback ---------------------------------------
+
+
+def test_unreachable_url() -> None:
+    line = _one_line_error(_run("probe", f"http://127.0.0.1:{_free_port()}", "--timeout", "2"))
+    assert "cannot read http://127.0.0.1:" in line
+
+
+@pytest.mark.parametrize("url", ["not a url", "ftp://example.invalid/", "http://", "://x"])
+def test_malformed_url(url: str) -> None:
+    line = _one_line_error(_run("probe", url))
+    assert line.startswith("vllm-evidence probe: error:")
+
+
+def test_missing_startup_log(tmp_path: Path) -> None:
+    line = _one_line_error(
+        _run("probe", "http://127.0.0.1:1", "--startup-log", str(tmp_path / "x"))
+    )
+    assert "cannot read startup log" in line
+
+
+def test_missing_api_key_variable_names_the_variable_only() -> None:
+    line = _one_line_error(
+        _run("probe", "http://127.0.0.1:1", "--api-key-env", "VLLM_EVIDENCE_TEST_UNSET")
+    )
+    assert "VLLM_EVIDENCE_TEST_UNSET is not set" in line
+
+
+def test_unreadable_api_key_file(tmp_path: Path) -> None:
+    line = _one_line_error(
+        _run("probe", "http://127.0.0.1:1", "--api-key-file", str(tmp_path / "none"))
+    )
+    assert "--api-key-file: cannot read" in line
+
+
+def test_explain_missing_directory(tmp_path: Path) -> None:
+    line = _one_line_error(_run("explain", str(tmp_path / "nope")))
+    assert line.startswith("vllm-evidence explain: error:")
+
+
+def test_explain_a_file_not_a_directory(tmp_path: Path) -> None:
+    path = tmp_path / "file"
+    path.write_text("x", encoding="utf-8")
+    _one_line_error(_run("explain", str(path)))
+
+
+def test_explain_tampered_capture(tmp_path: Path) -> None:
+    saved = tmp_path / "capture"
+    with serve_capture(REAL) as door:
+        assert _run("probe", door.url, "--save", str(saved)).returncode == 0
+    body = saved / "version.body"
+    data = bytearray(body.read_bytes())
+    data[2] ^= 0x01
+    body.write_bytes(bytes(data))
+    line = _one_line_error(_run("explain", str(saved)))
+    assert "version" in line
+
+
+def test_explain_bad_launch_index() -> None:
+    line = _one_line_error(_run("explain", str(REAL), "--launch", "7"))
+    assert "launch must be 0..0, got 7" in line
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["--bogus"],
+        ["probe"],
+        ["probe", "http://127.0.0.1:1", "--require", "everything"],
+        ["probe", "http://127.0.0.1:1", "--timeout", "zero"],
+        ["probe", "http://127.0.0.1:1", "--timeout", "0"],
+        ["demo", "--scenario", "nope"],
+        ["explain"],
+        ["nonsense-command"],
+    ],
+)
+def test_bad_usage(argv: list[str]) -> None:
+    _one_line_error(_run(*argv))
+
+
+def test_no_command_prints_help_and_exits_2() -> None:
+    out = _run()
+    assert out.returncode == 2
+    assert "probe" in out.stderr
+
+
+def test_log_into_explain_with_a_copied_bare_directory(tmp_path: Path) -> None:
+    """A bare directory with its startup.log beside the bodies uses that log."""
+    bare = tmp_path / "bare"
+    shutil.copytree(REAL, bare)
+    doc = json.loads(_run("explain", str(bare), "--json").stdout)
+    assert doc["decisions"]["parallel"]["reason"] == "established"
+    assert doc["observations"]["startup_log"]["assessed_launch"] == 0
+    (bare / "startup.log").unlink()
+    doc = json.loads(_run("explain", str(bare), "--json").stdout)
+    assert doc["decisions"]["parallel"]["reason"] == "population_unobserved"
+
+
+@pytest.mark.parametrize("command", ["probe", "explain", "demo", "log", "laws"])
+def test_every_command_has_help_with_an_example(command: str) -> None:
+    out = _run(command, "--help")
+    assert out.returncode == 0
+    assert "example" in out.stdout
+
+
+def test_version() -> None:
+    out = _run("--version")
+    assert out.returncode == 0
+    assert out.stdout.startswith("vllm-evidence ")
