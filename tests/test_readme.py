@@ -24,3 +24,22 @@ def test_ci_runs_the_readme_test_command_verbatim() -> None:
     _, tests = _readme_commands()
     ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
     assert tests in ci
+
+
+def test_the_readme_library_example_runs() -> None:
+    """The README's Python example, pointed at the stub front door and the real log."""
+    import contextlib
+    import io
+
+    from tests._paths import REAL
+    from vllm_evidence.testing.stub import serve_capture
+
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    with serve_capture(REAL) as door:
+        code = code.replace("http://127.0.0.1:8000", door.url)
+        code = code.replace('"vllm.log"', repr(str(REAL / "startup.log")))
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            exec(compile(code, "README.md", "exec"), {})  # noqa: S102  # our own README
+    assert out.getvalue() == "4194304 established\n"
