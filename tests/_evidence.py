@@ -1,0 +1,168 @@
+"""Hand-written evidence for the decision witnesses, built only through public functions.
+
+Logs are text in vLLM's own shapes, read with ``read_startup_log``; bodies are bytes
+given to ``historical_bundle``; live readbacks come from probing the stub front door.
+Nothing here computes an expected value: the tests write those by hand.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Mapping
+from pathlib import Path
+
+from tests._paths import REAL
+from vllm_evidence.capture.http import probe_sync
+from vllm_evidence.capture.startup_log import StartupLog, read_startup_log
+from vllm_evidence.readback import (
+    CapturedReadback,
+    HistoricalBundle,
+    historical_bundle,
+    readback_from_batch,
+)
+from vllm_evidence.testing.stub import Fault, serve_capture
+from vllm_evidence.upstream import Route
+
+# Record prefixes as vLLM ≥0.10.2 prints them (process tag, level, time, [file:line]).
+API = "(APIServer pid=100) INFO 11-30 04:10:58 [api_utils.py:286] "
+ENGINE = "(EngineCore pid=200) INFO 11-30 04:11:05 [core.py:133] "
+KV = "(EngineCore pid=200) INFO 11-30 04:11:21 [kv_cache_utils.py:2327] "
+KV_DP0 = "(EngineCore_DP0 pid=201) INFO 11-30 04:11:21 [kv_cache_utils.py:2327] "
+KV_DP1 = "(EngineCore_DP1 pid=202) INFO 11-30 04:11:21 [kv_cache_utils.py:2327] "
+
+DEV_ROUTES = (Route.SERVER_INFO, Route.SERVER_INFO_JSON, Route.GET_WORLD_SIZE)
+NOT_FOUND = b'{"detail":"Not Found"}'
+
+
+def log(text: str) -> StartupLog:
+    """A hand-written log, read as a stream."""
+    read = read_startup_log(io.BytesIO(text.encode()))
+    assert isinstance(read, StartupLog), read
+    return read
+
+
+def real_log() -> StartupLog:
+    """The real vLLM 0.32.0 capture's startup log."""
+    read = read_startup_log(REAL / "startup.log")
+    assert isinstance(read, StartupLog), read
+    return read
+
+
+def banner(version: str) -> str:
+    """The API server's version line."""
+    return f"{API}vLLM API server version {version}\n"
+
+
+def args(text: str) -> str:
+    """A ``non-default args: {...}`` line."""
+    return f"{API}non-default args: {text}\n"
+
+
+def engine_init(
+    version: str = "0.32.0",
+    *,
+    tp: int = 2,
+    pp: int = 1,
+    dp: int | None = 1,
+    backend: str | None = None,
+    model: str = "/models/m",
+) -> str:
+    """The engine-init line; ``dp=None`` leaves ``data_parallel_size`` out."""
+    fields = [f"model='{model}'", f"tensor_parallel_size={tp}", f"pipeline_parallel_size={pp}"]
+    if dp is not None:
+        fields.append(f"data_parallel_size={dp}")
+    if backend is not None:
+        fields.append(f"distributed_executor_backend={backend}")
+    return f"{ENGINE}Initializing a V1 LLM engine (v{version}) with config: {', '.join(fields)}\n"
+
+
+def rank_line(rank: int, world_size: int, *, tag: str | None = None, suffix: str = "") -> str:
+    """A worker's ``world_size=W rank=R …`` line."""
+    who = tag if tag is not None else f"Worker_TP{rank} pid={300 + rank}"
+    return (
+        f"({who}) INFO 11-30 04:11:13 [parallel_state.py:1906] world_size={world_size} "
+        f"rank={rank} local_rank={rank} distributed_init_method=tcp://127.0.0.1:29500 "
+        f"backend=nccl{suffix}\n"
+    )
+
+
+def one_line_capacity(tokens: str, prefix: str = KV, device: str = "CPU") -> str:
+    """The ≥0.32 one-line capacity record."""
+    return (
+        f"{prefix}{device} KV cache size: {tokens} tokens, Maximum concurrency for 2,048 "
+        "tokens per request: 2048.00x\n"
+    )
+
+
+def two_line_capacity(tokens: str, prefix: str = KV) -> str:
+    """The 0.8.5 .. 0.27 two-line capacity record."""
+    return (
+        f"{prefix}GPU KV cache size: {tokens} tokens\n"
+        f"{prefix}Maximum concurrency for 2,048 tokens per request: 2048.00x\n"
+    )
+
+
+def version_body(version: str) -> dict[Route, bytes]:
+    return {Route.VERSION: json.dumps({"version": version}).encode()}
+
+
+def server_info_json(
+    *, tp: int = 1, pp: int = 1, dp: int = 1, backend: str | None = "mp"
+) -> dict[Route, bytes]:
+    parallel: dict[str, object] = {
+        "tensor_parallel_size": tp,
+        "pipeline_parallel_size": pp,
+        "data_parallel_size": dp,
+    }
+    if backend is not None:
+        parallel["distributed_executor_backend"] = backend
+    body = {"vllm_config": {"parallel_config": parallel}}
+    return {Route.SERVER_INFO_JSON: json.dumps(body).encode()}
+
+
+def cache_config_metrics(*series: str) -> dict[Route, bytes]:
+    """``/metrics`` with one ``vllm:cache_config_info`` sample per label set given."""
+    lines = [
+        "# HELP vllm:cache_config_info Information of the LLMEngine CacheConfig",
+        "# TYPE vllm:cache_config_info gauge",
+        *(f"vllm:cache_config_info{{{labels}}} 1.0" for labels in series),
+    ]
+    return {Route.METRICS: ("\n".join(lines) + "\n").encode()}
+
+
+def models_body(*cards: tuple[str, str | None]) -> dict[Route, bytes]:
+    """``/v1/models`` with one base card per ``(id, root)``."""
+    data = [{"id": i, "object": "model", "root": r, "parent": None} for i, r in cards]
+    return {Route.MODELS: json.dumps({"object": "list", "data": data}).encode()}
+
+
+def bundle(
+    *parts: Mapping[Route, bytes], statuses: Mapping[Route, int] | None = None
+) -> HistoricalBundle:
+    merged: dict[Route, bytes] = {}
+    for part in parts:
+        merged.update(part)
+    return historical_bundle(merged, statuses=statuses)
+
+
+def probe_stub(
+    directory: Path = REAL,
+    *,
+    faults: Mapping[Route, Fault] | None = None,
+    api_key: str | None = None,
+    restart_after_metrics_reads: int | None = None,
+) -> CapturedReadback:
+    """Probe the stub front door serving ``directory`` (one bracketed batch)."""
+    with serve_capture(
+        directory,
+        faults=faults,
+        api_key=api_key,
+        restart_after_metrics_reads=restart_after_metrics_reads,
+    ) as door:
+        return readback_from_batch(probe_sync(door.url))
+
+
+def dev_routes_404() -> dict[Route, Fault]:
+    """Development mode off: the development routes answer 404."""
+    return {route: Fault(status=404, body=NOT_FOUND) for route in DEV_ROUTES}

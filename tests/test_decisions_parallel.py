@@ -1,0 +1,317 @@
+"""Parallel realization: each rule refuses here and establishes there."""
+
+from __future__ import annotations
+
+from tests._evidence import (
+    API,
+    args,
+    banner,
+    bundle,
+    dev_routes_404,
+    engine_init,
+    log,
+    probe_stub,
+    rank_line,
+    real_log,
+    server_info_json,
+    version_body,
+)
+from tests._paths import REAL
+from vllm_evidence.assessment import assess
+from vllm_evidence.capture.directory import load
+from vllm_evidence.capture.startup_log import StartupLog
+from vllm_evidence.decisions import ParallelEstablished, ParallelReason, ParallelRefused
+from vllm_evidence.readback import CapturedReadback, HistoricalBundle
+from vllm_evidence.upstream import Route
+
+TP2 = banner("0.32.0") + engine_init(tp=2)
+
+
+def _refused(
+    front_door: CapturedReadback | HistoricalBundle | None, startup_log: StartupLog | None
+) -> ParallelRefused:
+    decision = assess(front_door, startup_log).parallel
+    assert isinstance(decision, ParallelRefused), decision
+    return decision
+
+
+def _established(
+    front_door: CapturedReadback | HistoricalBundle | None, startup_log: StartupLog | None
+) -> ParallelEstablished:
+    decision = assess(front_door, startup_log).parallel
+    assert isinstance(decision, ParallelEstablished), decision
+    return decision
+
+
+# --- established: engine-init line + every rank, one launch --------------------------
+
+
+def test_engine_init_and_every_rank_in_one_launch_is_established() -> None:
+    decision = _established(None, log(TP2 + rank_line(0, 2) + rank_line(1, 2)))
+    c = decision.configuration
+    assert (c.tensor_parallel_size, c.pipeline_parallel_size, c.data_parallel_size) == (2, 1, 1)
+    assert c.expected_ranks() == (0, 1)
+    assert [(r.rank, r.pid) for r in decision.ranks] == [(0, 300), (1, 301)]
+    assert decision.reason is ParallelReason.ESTABLISHED
+    assert decision.law is None  # the configuration was read from the log
+
+
+def test_tp2_pp2_needs_four_ranks() -> None:
+    text = banner("0.32.0") + engine_init(tp=2, pp=2)
+    three = "".join(rank_line(r, 4) for r in (0, 1, 2))
+    refused = _refused(None, log(text + three))
+    assert refused.reason is ParallelReason.RANKS_MISSING
+    assert refused.missing_ranks == (3,)
+    _established(None, log(text + three + rank_line(3, 4)))
+
+
+# --- stage 1: resolved configuration ----------------------------------------------------
+
+
+def test_nothing_at_all_is_configuration_unobserved() -> None:
+    refused = _refused(None, None)
+    assert refused.reason is ParallelReason.CONFIGURATION_UNOBSERVED
+    assert refused.configuration is None
+    assert refused.expected_ranks is None
+
+
+def test_a_world_size_product_alone_does_not_pass_stage_one() -> None:
+    front_door = bundle(version_body("0.32.0"), {Route.GET_WORLD_SIZE: b'{"world_size":2}'})
+    refused = _refused(front_door, None)
+    assert refused.reason is ParallelReason.CONFIGURATION_UNOBSERVED
+    assert refused.world_size_product == 2
+    assert refused.configuration is None
+    assert "TP, PP or DP alike" in refused.detail
+    # ... and not with a log of ranks either: the product never stands in for a config
+    ranks = log(banner("0.32.0") + rank_line(0, 2) + rank_line(1, 2))
+    assert _refused(front_door, ranks).reason is ParallelReason.CONFIGURATION_UNOBSERVED
+
+
+def test_models_json_is_no_parallel_configuration() -> None:
+    models = {Route.MODELS: b'{"object":"list","data":[{"id":"m","root":"m","parent":null}]}'}
+    front_door = bundle(version_body("0.32.0"), models)
+    assert _refused(front_door, None).reason is ParallelReason.CONFIGURATION_UNOBSERVED
+
+
+# --- stage 2: the population -------------------------------------------------------------
+
+
+def test_http_configuration_without_a_log_is_population_unobserved() -> None:
+    front_door = bundle(version_body("0.32.0"), server_info_json(tp=2))
+    refused = _refused(front_door, None)
+    assert refused.reason is ParallelReason.POPULATION_UNOBSERVED
+    assert refused.configuration is not None
+    assert refused.configuration.tensor_parallel_size == 2
+    assert refused.expected_ranks == (0, 1)
+    assert refused.law is not None  # the /server_info?config_format=json law of 0.32
+
+
+def test_engine_init_without_worker_lines_is_population_unobserved() -> None:
+    refused = _refused(None, log(TP2))
+    assert refused.reason is ParallelReason.POPULATION_UNOBSERVED
+    assert refused.expected_ranks == (0, 1)
+
+
+def test_http_configuration_with_log_ranks_is_not_joined() -> None:
+    front_door = bundle(version_body("0.32.0"), server_info_json(tp=2))
+    ranks = log(banner("0.32.0") + rank_line(0, 2) + rank_line(1, 2))
+    refused = _refused(front_door, ranks)
+    assert refused.reason is ParallelReason.JOIN_UNESTABLISHED
+    assert refused.present == ()
+    # the same ranks with the launch's own engine-init line do establish
+    _established(front_door, log(TP2 + rank_line(0, 2) + rank_line(1, 2)))
+
+
+def test_only_rank_zero_of_tp2_is_ranks_missing() -> None:
+    refused = _refused(None, log(TP2 + rank_line(0, 2)))
+    assert refused.reason is ParallelReason.RANKS_MISSING
+    assert refused.missing_ranks == (1,)
+    assert [r.rank for r in refused.present] == [0]
+
+
+def test_workers_of_another_world_size_are_a_mismatch() -> None:
+    refused = _refused(None, log(TP2 + rank_line(0, 4) + rank_line(1, 4)))
+    assert refused.reason is ParallelReason.WORLD_SIZE_MISMATCH
+    assert "[4]" in refused.detail
+
+
+def test_ray_collapsed_worker_lines_are_unattributed() -> None:
+    collapsed = rank_line(
+        0, 2, tag="RayWorkerWrapper pid=401, ip=10.0.0.2", suffix=" [repeated 3x across cluster]"
+    )
+    refused = _refused(None, log(TP2 + rank_line(0, 2) + collapsed))
+    assert refused.reason is ParallelReason.RANKS_UNATTRIBUTED
+    assert refused.missing_ranks == (1,)
+    assert "RAY_DEDUP_LOGS=0" in refused.remedy
+    # without the collapse marker the same gap is a missing rank, not an unattributed one
+    plain = rank_line(0, 2, tag="RayWorkerWrapper pid=401, ip=10.0.0.2")
+    assert _refused(None, log(TP2 + rank_line(0, 2) + plain)).reason is (
+        ParallelReason.RANKS_MISSING
+    )
+
+
+def test_ranks_from_an_earlier_launch_do_not_count() -> None:
+    first = TP2 + rank_line(0, 2) + rank_line(1, 2)
+    second = TP2 + rank_line(0, 2)  # the restart: its own banner opens a second launch
+    both = log(first + second)
+    assert len(both.launches) == 2
+    assert assess(None, both).parallel.reason is ParallelReason.RANKS_MISSING  # the last launch
+    assert isinstance(assess(None, both, launch=0).parallel, ParallelEstablished)
+
+
+# --- conflicts ----------------------------------------------------------------------------
+
+
+def test_log_tp2_against_server_info_tp1_is_a_conflict() -> None:
+    ranks = log(TP2 + rank_line(0, 2) + rank_line(1, 2))
+    conflicting = bundle(version_body("0.32.0"), server_info_json(tp=1))
+    refused = _refused(conflicting, ranks)
+    assert refused.reason is ParallelReason.CONFIGURATION_CONFLICT
+    assert "(2, 1, 1, 1)" in refused.detail
+    assert "(1, 1, 1, 1)" in refused.detail
+    agreeing = bundle(version_body("0.32.0"), server_info_json(tp=2))
+    _established(agreeing, ranks)
+
+
+def test_log_and_front_door_versions_differ_is_a_conflict() -> None:
+    text = banner("0.32.0") + engine_init(tp=1) + rank_line(0, 1)
+    other = bundle(version_body("0.27.0"), server_info_json(tp=1))
+    refused = _refused(other, log(text))
+    assert refused.reason is ParallelReason.CONFIGURATION_CONFLICT
+    assert "0.32.0" in refused.detail
+    assert "0.27.0" in refused.detail
+    same = bundle(version_body("0.32.0"), server_info_json(tp=1))
+    _established(same, log(text))
+
+
+def test_an_inconsistent_world_size_product_is_a_conflict() -> None:
+    info = server_info_json(tp=2)
+    four = bundle(version_body("0.32.0"), info, {Route.GET_WORLD_SIZE: b'{"world_size":4}'})
+    refused = _refused(four, None)
+    assert refused.reason is ParallelReason.CONFIGURATION_CONFLICT
+    assert refused.world_size_product == 4
+    two = bundle(version_body("0.32.0"), info, {Route.GET_WORLD_SIZE: b'{"world_size":2}'})
+    assert _refused(two, None).reason is ParallelReason.POPULATION_UNOBSERVED
+
+
+def test_product_consistent_with_dp_narrows_without_conflict() -> None:
+    text = banner("0.32.0") + args("{'data_parallel_size': 2}") + engine_init(tp=1, dp=2)
+    front_door = bundle(version_body("0.32.0"), {Route.GET_WORLD_SIZE: b'{"world_size":2}'})
+    refused = _refused(front_door, log(text))
+    assert refused.reason is ParallelReason.POPULATION_UNOBSERVED
+    assert refused.configuration is not None
+    assert refused.configuration.data_parallel_size == 2
+    three = bundle(version_body("0.32.0"), {Route.GET_WORLD_SIZE: b'{"world_size":3}'})
+    assert _refused(three, log(text)).reason is ParallelReason.CONFIGURATION_CONFLICT
+
+
+# --- versions -----------------------------------------------------------------------------
+
+
+def test_configuration_without_a_version_from_its_source_is_version_unobserved() -> None:
+    refused = _refused(bundle(server_info_json(tp=1)), None)
+    assert refused.reason is ParallelReason.VERSION_UNOBSERVED
+    # the log's version does not scope the HTTP configuration's law
+    assert _refused(bundle(server_info_json(tp=1)), log(banner("0.32.0"))).reason is (
+        ParallelReason.VERSION_UNOBSERVED
+    )
+    assert _refused(bundle(version_body("0.32.0"), server_info_json(tp=1)), None).reason is (
+        ParallelReason.POPULATION_UNOBSERVED
+    )
+
+
+def test_a_version_outside_the_law_table_is_not_established() -> None:
+    front_door = bundle(version_body("99.0"), server_info_json(tp=1))
+    refused = _refused(front_door, None)
+    assert refused.reason is ParallelReason.VERSION_NOT_ESTABLISHED
+    assert "99.0" in refused.detail
+    from_log = log(engine_init("99.0", tp=1) + rank_line(0, 1))
+    assert _refused(None, from_log).reason is ParallelReason.VERSION_NOT_ESTABLISHED
+    _established(None, log(engine_init("0.32.0", tp=1) + rank_line(0, 1)))
+
+
+def test_json_server_info_before_its_law_is_not_established() -> None:
+    # /server_info?config_format=json answers the text form before 0.11.0: no law for JSON
+    front_door = bundle(version_body("0.10.2"), server_info_json(tp=1))
+    assert _refused(front_door, None).reason is ParallelReason.VERSION_NOT_ESTABLISHED
+    front_door = bundle(version_body("0.11.0"), server_info_json(tp=1))
+    assert _refused(front_door, None).reason is ParallelReason.POPULATION_UNOBSERVED
+
+
+# --- data-parallel size --------------------------------------------------------------------
+
+
+def test_dp_absent_from_engine_init_and_args_is_the_default_one_with_a_note() -> None:
+    text = (
+        banner("0.32.0")
+        + args("{'model': '/models/m', 'tensor_parallel_size': 2}")
+        + engine_init(tp=2, dp=None)
+        + rank_line(0, 2)
+        + rank_line(1, 2)
+    )
+    decision = _established(None, log(text))
+    assert decision.configuration.data_parallel_size == 1
+    note = decision.configuration.data_parallel_note
+    assert note is not None
+    assert "the default, 1" in note
+
+
+def test_dp_from_the_non_default_args_when_the_engine_line_omits_it() -> None:
+    text = banner("0.32.0") + args("{'data_parallel_size': 2}") + engine_init(tp=1, dp=None)
+    refused = _refused(None, log(text))
+    assert refused.configuration is not None
+    assert refused.configuration.data_parallel_size == 2
+    note = refused.configuration.data_parallel_note
+    assert note is not None
+    assert "from the non-default args" in note
+
+
+def test_dp_absent_without_a_non_default_args_line_is_refused() -> None:
+    text = banner("0.32.0") + engine_init(tp=2, dp=None) + rank_line(0, 2) + rank_line(1, 2)
+    refused = _refused(None, log(text))
+    assert refused.reason is ParallelReason.CONFIGURATION_UNOBSERVED
+    assert "data_parallel_size" in refused.detail
+
+
+def test_engine_line_without_tp_and_pp_does_not_resolve() -> None:
+    no_sizes = (
+        "(EngineCore pid=200) INFO 11-30 04:11:05 [core.py:133] Initializing a V1 LLM engine "
+        "(v0.32.0) with config: model='/models/m', data_parallel_size=1\n"
+    )
+    text = f"{API}vLLM API server version 0.32.0\n{no_sizes}"
+    refused = _refused(None, log(text + rank_line(0, 1)))
+    assert refused.reason is ParallelReason.CONFIGURATION_UNOBSERVED
+    assert "TP and PP" in refused.detail
+
+
+# --- the issue's acceptance, on the real 0.32.0 capture -------------------------------------
+
+
+def test_real_capture_with_its_log_is_established_at_stage_two() -> None:
+    decision = _established(load(REAL), real_log())
+    c = decision.configuration
+    assert (c.tensor_parallel_size, c.pipeline_parallel_size, c.data_parallel_size) == (1, 1, 1)
+    assert [(r.rank, r.pid) for r in decision.ranks] == [(0, 23986)]
+
+
+def test_real_capture_over_http_alone_stops_at_stage_two() -> None:
+    refused = _refused(probe_stub(), None)
+    assert refused.reason is ParallelReason.POPULATION_UNOBSERVED
+    assert refused.configuration is not None
+    assert refused.configuration.tensor_parallel_size == 1
+    assert refused.world_size_product == 1
+
+
+def test_real_capture_without_development_routes_stops_at_stage_one() -> None:
+    refused = _refused(probe_stub(faults=dev_routes_404()), None)
+    assert refused.reason is ParallelReason.CONFIGURATION_UNOBSERVED
+    saved = {
+        Route.VERSION: (REAL / "version.body").read_bytes(),
+        Route.SERVER_INFO: b'{"detail":"Not Found"}',
+        Route.SERVER_INFO_JSON: b'{"detail":"Not Found"}',
+        Route.GET_WORLD_SIZE: b'{"detail":"Not Found"}',
+    }
+    statuses = dict.fromkeys((Route.SERVER_INFO, Route.SERVER_INFO_JSON, Route.GET_WORLD_SIZE), 404)
+    assert _refused(bundle(saved, statuses=statuses), None).reason is (
+        ParallelReason.CONFIGURATION_UNOBSERVED
+    )
