@@ -315,3 +315,31 @@ def test_real_capture_without_development_routes_stops_at_stage_one() -> None:
     assert _refused(bundle(saved, statuses=statuses), None).reason is (
         ParallelReason.CONFIGURATION_UNOBSERVED
     )
+
+
+# --- data parallelism: global ranks in the DP-wide world ---------------------------------
+
+
+def test_dp2_tp2_needs_four_global_ranks_in_a_world_of_four() -> None:
+    """vLLM logs rank = dp_rank × (TP×PP) + local rank, world_size = TP×PP×DP."""
+    text = banner("0.32.0") + engine_init(tp=2, dp=2)
+    tags = ["Worker_DP0_TP0 pid=300", "Worker_DP0_TP1 pid=301", "Worker_DP1_TP0 pid=302"]
+    three = "".join(rank_line(g, 4, tag=tag) for g, tag in enumerate(tags))
+    refused = _refused(None, log(text + three))
+    assert refused.reason is ParallelReason.RANKS_MISSING
+    assert refused.expected_ranks == (0, 1, 2, 3)
+    assert refused.missing_ranks == (3,)
+    decision = _established(None, log(text + three + rank_line(3, 4, tag="Worker_DP1_TP1 pid=303")))
+    assert [(r.data_parallel_rank, r.rank, r.pid) for r in decision.ranks] == [
+        (0, 0, 300),
+        (0, 1, 301),
+        (1, 2, 302),
+        (1, 3, 303),
+    ]
+
+
+def test_dp2_workers_in_per_engine_worlds_are_a_mismatch() -> None:
+    """Lines of world size 2 do not realize DP=2 × TP=2 (a world of 4)."""
+    text = banner("0.32.0") + engine_init(tp=2, dp=2)
+    refused = _refused(None, log(text + rank_line(0, 2) + rank_line(1, 2)))
+    assert refused.reason is ParallelReason.WORLD_SIZE_MISMATCH

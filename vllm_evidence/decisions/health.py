@@ -104,9 +104,15 @@ def _observed_backends(evidence: Evidence) -> list[tuple[str, Source, str]]:
     if launch is not None:
         backend = launch.executor_backend
         markers = launch.executor_evidence
+        config = launch.engine_config
+        printed = None if config is None else config.distributed_executor_backend
         if backend is not None and markers:
             source = log_source(launch, markers[0].line, markers[0].process)
             found.append((backend.value, source, "startup_log"))
+        elif config is not None and printed not in (None, "None"):
+            # A name vLLM does not define (a custom executor class) is still observed.
+            name = printed.strip("'\"") if printed else ""
+            found.append((name, log_source(launch, config.line, config.process), "startup_log"))
     return found
 
 

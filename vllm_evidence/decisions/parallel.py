@@ -89,9 +89,20 @@ class ResolvedParallel(Sealed):
             * self.prefill_context_parallel_size
         )
 
+    @property
+    def world_size(self) -> int:
+        """TP × PP × PCP × DP: the world the workers join (``world_size_across_dp``)."""
+        return self.ranks_per_engine * self.data_parallel_size
+
     def expected_ranks(self) -> tuple[int, ...]:
-        """The ranks one DP engine must have: ``0 .. TP×PP×PCP - 1``."""
-        return tuple(range(self.ranks_per_engine))
+        """Every global rank that must be present: ``0 .. TP×PP×PCP×DP - 1``.
+
+        vLLM numbers a worker of DP engine ``d`` as ``d × (TP×PP×PCP) + local rank``
+        and logs that global rank with ``world_size_across_dp``
+        (``distributed/parallel_state.py::init_distributed_environment``, v0.32.0
+        L1840-1912).
+        """
+        return tuple(range(self.world_size))
 
 
 _mint_resolved = minter(ResolvedParallel, ResolvedParallel.__attrs_init__)
@@ -236,34 +247,24 @@ def _sizes(c: ResolvedParallel) -> tuple[int, int, int, int]:
 def _population(
     launch: Launch, configuration: ResolvedParallel
 ) -> tuple[ParallelReason, str, tuple[PresentRank, ...], tuple[int, ...]]:
-    """Stage 2 on the launch's worker lines."""
+    """Stage 2 on the launch's worker lines (global ranks in the DP-wide world)."""
     width = configuration.ranks_per_engine
-    engines = configuration.data_parallel_size
-    lines = [r for r in launch.ranks if r.world_size == width]
-    if engines > 1:
-        # Each DP engine is its own world; only lines naming their DP rank attribute.
-        attributed = [r for r in lines if r.group_rank("DP") is not None]
-        unattributed = len(lines) - len(attributed)
-    else:
-        attributed, unattributed = lines, 0
-    present: dict[tuple[int, int], RankObservation] = {}
-    for obs in attributed:
-        dp_rank = obs.group_rank("DP") if engines > 1 else 0
-        if dp_rank is None:  # pragma: no cover - filtered above
-            continue
-        present.setdefault((dp_rank, obs.rank), obs)
-    expected = [(d, r) for d in range(engines) for r in range(width)]
+    lines = [r for r in launch.ranks if r.world_size == configuration.world_size]
+    present: dict[int, RankObservation] = {}
+    for obs in lines:
+        present.setdefault(obs.rank, obs)
+    expected = configuration.expected_ranks()
     ranks = tuple(
         _mint_present(
-            data_parallel_rank=d,
-            rank=r,
-            pid=present[(d, r)].pid,
-            source=log_source(launch, present[(d, r)].line, present[(d, r)].process),
+            data_parallel_rank=g // width,
+            rank=g,
+            pid=present[g].pid,
+            source=log_source(launch, present[g].line, present[g].process),
         )
-        for d, r in expected
-        if (d, r) in present
+        for g in expected
+        if g in present
     )
-    missing = tuple(r for d, r in expected if (d, r) not in present)
+    missing = tuple(g for g in expected if g not in present)
     if not launch.ranks:
         return (
             ParallelReason.POPULATION_UNOBSERVED,
@@ -275,22 +276,23 @@ def _population(
         sizes = sorted({r.world_size for r in launch.ranks})
         return (
             ParallelReason.WORLD_SIZE_MISMATCH,
-            f"the launch's worker lines joined world size(s) {sizes}, not {width}",
+            (
+                f"the launch's worker lines joined world size(s) {sizes}, "
+                f"not {configuration.world_size}"
+            ),
             ranks,
             missing,
         )
     if not missing:
         return ParallelReason.ESTABLISHED, "", ranks, missing
     collapsed = sum(r.repeated or 0 for r in launch.ranks)
-    if collapsed or unattributed:
-        why = (
-            f"Ray collapsed {collapsed} similar worker line(s) ('[repeated Nx across cluster]')"
-            if collapsed
-            else f"{unattributed} worker line(s) do not name their DP rank"
-        )
+    if collapsed:
         return (
             ParallelReason.RANKS_UNATTRIBUTED,
-            f"ranks {list(missing)} not attributed: {why}",
+            (
+                f"ranks {list(missing)} not attributed: Ray collapsed {collapsed} similar "
+                "worker line(s) ('[repeated Nx across cluster]')"
+            ),
             ranks,
             missing,
         )
@@ -400,22 +402,23 @@ def decide_parallel(evidence: Evidence) -> ParallelDecision:
             "give the startup log of the serving launch",
             law=law,
         )
-    if product is not None:
-        across_dp = configuration.ranks_per_engine * configuration.data_parallel_size
-        if product not in {across_dp, configuration.ranks_per_engine}:
-            return refuse(
-                ParallelReason.CONFIGURATION_CONFLICT,
-                f"/get_world_size answered {product}, but the configuration gives "
-                f"{configuration.ranks_per_engine} per engine × {configuration.data_parallel_size}",
-                "check the sources describe one server",
-                configuration=configuration,
-                law=law,
-            )
+    if product is not None and product not in {
+        configuration.world_size,
+        configuration.ranks_per_engine,
+    }:
+        return refuse(
+            ParallelReason.CONFIGURATION_CONFLICT,
+            f"/get_world_size answered {product}, but the configuration gives "
+            f"{configuration.ranks_per_engine} per engine × {configuration.data_parallel_size}",
+            "check the sources describe one server",
+            configuration=configuration,
+            law=law,
+        )
     if launch is None:
         return refuse(
             ParallelReason.POPULATION_UNOBSERVED,
-            f"expected ranks {list(configuration.expected_ranks())} per engine; no startup "
-            "log shows which workers joined",
+            f"expected ranks {list(configuration.expected_ranks())}; no startup log shows "
+            "which workers joined",
             "give the launch's startup log (per-rank worker lines)",
             configuration=configuration,
             law=law,
