@@ -73,7 +73,8 @@ ROUTES: tuple[tuple[str, str], ...] = (
 )
 
 READY_TIMEOUT_S = float(os.environ.get("VLLM_EVIDENCE_LIVE_READY_TIMEOUT", "240"))
-STOP_TIMEOUT_S = 60.0
+STOP_TIMEOUT_S = 60.0  # a ready server shuts down in ~2 s
+STOP_TIMEOUT_STARTING_S = 15.0  # while starting, vLLM 0.32.0 does not act on SIGTERM
 REQUEST_TIMEOUT_S = 30.0
 PIP_TIMEOUT_S = 3600.0
 BUILD_TIMEOUT_S = 600.0
@@ -465,9 +466,14 @@ class Server:
         self.scenario = scenario
         self.log_path = log_path
         self.proc: subprocess.Popen[bytes] | None = None
+        self.ready = False
+        self.shm_before: set[str] = set()
+        self.started_at = 0.0
 
     def start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        self.shm_before = _shm_names()
+        self.started_at = time.time()
         with self.log_path.open("wb") as logf:
             self.proc = subprocess.Popen(  # noqa: S603 - our own fixed argv
                 self.run.argv(self.scenario),
@@ -497,6 +503,7 @@ class Server:
             with contextlib.suppress(OSError, http.client.HTTPException):
                 status, _, _ = get(self.run.port, "/health", timeout=5.0)
                 if status == 200:
+                    self.ready = True
                     return time.monotonic() - t0
             if time.monotonic() - t0 > timeout:
                 msg = f"/health not 200 within {timeout:.0f} s; log tail:\n" + tail_text(
@@ -507,30 +514,79 @@ class Server:
 
     def stop(self) -> None:
         """SIGTERM the process group, wait (bounded), then SIGKILL whatever is left."""
-        proc, self.proc = self.proc, None
-        Server._live.discard(self)
+        proc = self.proc
         if proc is None:
             return
         pgid = proc.pid
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pgid, signal.SIGTERM)
+        timeout = STOP_TIMEOUT_S if self.ready else STOP_TIMEOUT_STARTING_S
+        forced = False
         try:
-            proc.wait(timeout=STOP_TIMEOUT_S)
+            proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
-            log(f"  pid {pgid} ignored SIGTERM for {STOP_TIMEOUT_S:.0f} s; killing")
-        # Workers share the group; make sure none outlives the leader.
-        deadline = time.monotonic() + 10.0
-        while _group_alive(pgid) and time.monotonic() < deadline:
-            time.sleep(0.2)
+            log(f"  pid {pgid} still running {timeout:.0f} s after SIGTERM; killing")
+            forced = True
+        else:
+            # Workers share the group; give them a moment to follow the leader out.
+            deadline = time.monotonic() + 10.0
+            while _group_alive(pgid) and time.monotonic() < deadline:
+                time.sleep(0.2)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pgid, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=10.0)
+        _remove_shared_memory(self.log_path)
+        if forced:
+            # SIGKILL also took the group's multiprocessing resource tracker, which would
+            # have unlinked the server's psm_*/sem.mp-* segments: do its job.
+            _remove_new_segments(self.shm_before, self.started_at)
+        # Forget the server only once its group is gone: if this stop is interrupted,
+        # stop_all() (at exit) kills it again.
+        self.proc = None
+        Server._live.discard(self)
 
     @classmethod
     def stop_all(cls) -> None:
         for server in list(cls._live):
             server.stop()
+
+
+_DIST_ID = re.compile(rb"\bvllm_dist_([0-9a-f]{16,})\b")
+
+
+def _remove_shared_memory(log_path: Path) -> None:
+    """Remove the ``/dev/shm`` segments of this server's distributed group.
+
+    With TP>1, vLLM 0.32.0's CPU shared-memory communicator leaves
+    ``/dev/shm/vllm_dist_<id>-tp:…-cpushm_<rank>`` behind even on a clean shutdown. The id
+    is read from this server's own log, so only its segments are touched.
+    """
+    shm = Path("/dev/shm")  # noqa: S108 - only our own segments, named in our log
+    if not shm.is_dir() or not log_path.exists():
+        return
+    for dist_id in sorted(set(_DIST_ID.findall(log_path.read_bytes()))):
+        for seg in shm.glob(f"vllm_dist_{dist_id.decode()}*"):
+            with contextlib.suppress(OSError):
+                seg.unlink()
+
+
+def _shm_names() -> set[str]:
+    with contextlib.suppress(OSError):
+        return {p.name for p in Path("/dev/shm").iterdir()}  # noqa: S108 - listing only
+    return set()
+
+
+def _remove_new_segments(before: set[str], since: float) -> None:
+    """Unlink multiprocessing segments of ours that appeared while our server ran."""
+    for name in sorted(_shm_names() - before):
+        if not name.startswith(("psm_", "sem.mp-", "vllm_")):
+            continue
+        seg = Path("/dev/shm") / name  # noqa: S108 - one of our server's own segments
+        with contextlib.suppress(OSError):
+            st = seg.stat()
+            if st.st_uid == os.getuid() and st.st_mtime >= since - 1.0:
+                seg.unlink()
 
 
 def _group_alive(pgid: int) -> bool:
@@ -602,8 +658,9 @@ def record_route(
 def run_scenario(run: Run, scenario: Scenario, out_root: Path) -> float:
     """Run one scenario and write its capture to ``out_root/<name>``; return seconds."""
     t0 = time.monotonic()
-    out = out_root / scenario.name
-    shutil.rmtree(out, ignore_errors=True)
+    # Record into the run's own directory; replace the destination only on success, so a
+    # failed or interrupted run never leaves a half-written capture in the fixtures.
+    out = run.root / "out" / scenario.name
     out.mkdir(parents=True)
     logs = run.root / "logs" / scenario.name
     log(f"scenario {scenario.name}")
@@ -624,6 +681,9 @@ def run_scenario(run: Run, scenario: Scenario, out_root: Path) -> float:
         _save_log(run, server.log_path, out / "startup.log", scenario)
     _write_scenario_json(run, scenario, out)
     verify_clean(run, out)
+    dest = out_root / scenario.name
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.move(out, dest)
     elapsed = time.monotonic() - t0
     log(f"  {scenario.name}: {elapsed:.1f} s")
     return elapsed
@@ -801,6 +861,10 @@ def tail_text(text: str, n: int = 40) -> str:
 
 
 def _on_signal(signum: int, _frame: FrameType | None) -> None:
+    # One signal starts the clean-up; further ones must not interrupt it (it is bounded).
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, signal.SIG_IGN)
+    log(f"signal {signum}: stopping servers and cleaning up")
     raise SystemExit(128 + signum)
 
 
