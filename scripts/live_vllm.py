@@ -776,7 +776,9 @@ def write_readme(run: Run, out_root: Path) -> None:
         + ". A route is named by replacing `/` with `_` and `?k=v` with `__k_v`.",
         (
             "- `startup.log` is the server's whole stdout+stderr, from launch through the "
-            "route table to shutdown (the server is stopped with SIGTERM after the reads)."
+            "route table to shutdown. The server is stopped by SIGTERM to its whole process "
+            "group after the reads, so EngineCore and the workers get the signal too; the "
+            "`[shutdown] ... force killing ...` lines at the end come from that."
         ),
         "- `scenario.json` states the scenario's settings and its command line.",
         (
@@ -809,6 +811,35 @@ def write_readme(run: Run, out_root: Path) -> None:
             run.neutral_command(s),
             "```\n",
         ]
+    parts += [
+        "## What they show (vLLM 0.32.0, as recorded)\n",
+        (
+            "- Without development mode `/server_info`, `/server_info?config_format=json` and "
+            '`/get_world_size` answer 404 `{"detail":"Not Found"}`, with or without the API '
+            "key: `--api-key` guards `/v1/...` only, so `/v1/models` without the key is 401 "
+            '`{"error":"Unauthorized"}` while `/version`, `/metrics` and `/health` answer.'
+        ),
+        "- The log's `non-default args` line shows the key as `'api_key': '***'`.",
+        (
+            '- TP=2: `/get_world_size` is `{"world_size":2}`; the JSON `/server_info` has '
+            '`parallel_config.distributed_executor_backend` `"mp"`, `world_size` 2, `rank` 0. '
+            "Worker lines are tagged `Worker` until the rank is known, then `Worker_TP0` / "
+            "`Worker_TP1` (the very first line of each is `VllmWorker-<n>`); each rank logs "
+            "`world_size=2 rank=<r> local_rank=<r> distributed_init_method=... backend=gloo`, "
+            "only rank 0 logs `rank 0 in world size 2 is assigned as ...`."
+        ),
+        (
+            "- `VLLM_CPU_KVCACHE_SPACE=1` is per rank (`Explicitly set (1.0/<total>) GiB for KV "
+            "cache` from each worker), and with the two KV heads split over two ranks the single "
+            "`CPU KV cache size: N tokens, Maximum concurrency for 2,048 tokens per request: X` "
+            "line (and `vllm:cache_config_info`'s `kv_cache_size_tokens`, `num_gpu_blocks`) "
+            "doubles from TP=1 to TP=2."
+        ),
+        (
+            "- `process_start_time_seconds` is written like `1.79601505594e+09`: twelve "
+            "significant digits, so 10 ms resolution at today's epoch.\n"
+        ),
+    ]
     (out_root / "README.md").write_text("\n".join(parts), encoding="utf-8")
 
 
