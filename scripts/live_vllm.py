@@ -816,8 +816,10 @@ def write_readme(run: Run, out_root: Path) -> None:
         (
             "- Without development mode `/server_info`, `/server_info?config_format=json` and "
             '`/get_world_size` answer 404 `{"detail":"Not Found"}`, with or without the API '
-            "key: `--api-key` guards `/v1/...` only, so `/v1/models` without the key is 401 "
-            '`{"error":"Unauthorized"}` while `/version`, `/metrics` and `/health` answer.'
+            "key (`--api-key` guards path prefixes like `/v1`, not these), while `/v1/models` "
+            "is 401 "
+            '`{"error":"Unauthorized"}` without the key; `/version`, `/metrics` and `/health` '
+            "answer without it."
         ),
         "- The log's `non-default args` line shows the key as `'api_key': '***'`.",
         (
