@@ -1,0 +1,182 @@
+"""The product against real vLLM 0.32.0 output: the four live-tier scenarios.
+
+Each capture is replayed through the stub front door and read by the product's own
+probe (GET only), with the scenario's real startup log, so the decisions below are
+made on bytes a real server produced — freshly recorded in the live tier, committed
+ones in the ordinary suite.  Assertions hold for any faithful recording: no pids,
+ports or timings of one run are written here.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from vllm_evidence import assess, probe_sync, read_startup_log, readback_from_batch
+from vllm_evidence.assessment import Assessment
+from vllm_evidence.capture.batch import JoinRefusal, JoinRefused, derive_join
+from vllm_evidence.capture.startup_log import StartupLog
+from vllm_evidence.decisions import (
+    CapacityEstablished,
+    IdentityReason,
+    JoinedIncarnation,
+    ParallelEstablished,
+    ParallelReason,
+    ParallelRefused,
+    ServedIdentityRefused,
+)
+from vllm_evidence.readback import CapturedReadback, historical_bundle
+from vllm_evidence.testing.stub import serve_capture
+from vllm_evidence.upstream import Route
+
+KEY_PATTERN = re.compile(rb"live-tier-key-[0-9A-Za-z_-]+")
+
+
+def _log(directory: Path) -> StartupLog:
+    log = read_startup_log(directory / "startup.log")
+    assert isinstance(log, StartupLog), log
+    return log
+
+
+def _probe(directory: Path, *, api_key: str | None = None) -> CapturedReadback:
+    with serve_capture(directory, api_key=api_key) as door:
+        return readback_from_batch(probe_sync(door.url, api_key=api_key))
+
+
+def _capacity_tokens(assessment: Assessment) -> int:
+    decision = assessment.capacity
+    assert isinstance(decision, CapacityEstablished), decision
+    return sum(e.tokens.value for e in decision.engines)
+
+
+# --- 1. TP=1, development mode, an alias -------------------------------------------------
+
+
+def test_tp1_alias_parallel_established_from_the_log(live_root: Path) -> None:
+    directory = live_root / "tp1-devmode-alias"
+    with_log = assess(_probe(directory), _log(directory))
+    assert isinstance(with_log.parallel, ParallelEstablished), with_log.parallel
+    assert with_log.parallel.configuration.tensor_parallel_size == 1
+    assert [r.rank for r in with_log.parallel.ranks] == [0]
+    assert isinstance(with_log.front_door_join, JoinedIncarnation)
+
+
+def test_tp1_alias_http_alone_stops_at_stage_two(live_root: Path) -> None:
+    alone = assess(_probe(live_root / "tp1-devmode-alias"))
+    assert isinstance(alone.parallel, ParallelRefused)
+    assert alone.parallel.reason is ParallelReason.POPULATION_UNOBSERVED
+    assert alone.parallel.expected_ranks == (0,)
+
+
+def test_tp1_alias_is_refused_as_artifact_identity(live_root: Path) -> None:
+    assessment = assess(_probe(live_root / "tp1-devmode-alias"))
+    identity = assessment.served_identity
+    assert isinstance(identity, ServedIdentityRefused)
+    assert identity.reason is IdentityReason.SERVED_ID_NOT_DERIVABLE
+    assert [n.served_id for n in identity.names] == ["tiny-llama:q4-alias"]
+    assert identity.configured_path == "/models/tiny-llama"
+
+
+def test_tp1_capacity_label_equals_the_log_line(live_root: Path) -> None:
+    directory = live_root / "tp1-devmode-alias"
+    label_only = assess(_probe(directory))
+    log_only = assess(None, _log(directory))
+    both = assess(_probe(directory), _log(directory))
+    assert _capacity_tokens(label_only) == _capacity_tokens(log_only) == _capacity_tokens(both)
+    assert isinstance(both.capacity, CapacityEstablished)
+    assert both.capacity.corroborated_by, "the log line should corroborate the label"
+
+
+# --- 2. TP=2, --api-key, no development mode -----------------------------------------------
+
+
+REPLAY_KEY = "replay-key"  # the stub's key for replaying the with-key capture
+
+
+def test_tp2_apikey_models_unauthorized_without_key_parsed_with_it(live_root: Path) -> None:
+    directory = live_root / "tp2-apikey"
+    without = _probe(directory)  # the real 401 recorded without the key
+    assert type(without.models).__name__ == "Unauthorized"
+    with_key = _probe(directory / "with-key", api_key=REPLAY_KEY)
+    assert type(with_key.models).__name__ == "Parsed"
+    with serve_capture(directory / "with-key", api_key=REPLAY_KEY) as door:
+        refused = readback_from_batch(probe_sync(door.url))
+    assert type(refused.models).__name__ == "Unauthorized"
+
+
+def test_tp2_apikey_http_alone_stops_at_stage_one(live_root: Path) -> None:
+    assessment = assess(_probe(live_root / "tp2-apikey"))
+    assert isinstance(assessment.parallel, ParallelRefused)
+    assert assessment.parallel.reason is ParallelReason.CONFIGURATION_UNOBSERVED
+    assert type(assessment.evidence.front_door.server_info).__name__ == "NotFound"  # type: ignore[union-attr]  # probed above
+
+
+def test_tp2_apikey_with_its_log_establishes_tp2_with_both_ranks(live_root: Path) -> None:
+    directory = live_root / "tp2-apikey"
+    assessment = assess(_probe(directory), _log(directory))
+    decision = assessment.parallel
+    assert isinstance(decision, ParallelEstablished), decision
+    assert decision.configuration.tensor_parallel_size == 2
+    assert [r.rank for r in decision.ranks] == [0, 1]
+    pids = [r.pid for r in decision.ranks]
+    assert all(isinstance(p, int) for p in pids)
+    assert len(set(pids)) == 2
+
+
+def test_tp2_apikey_key_appears_in_no_recorded_file(live_root: Path) -> None:
+    for path in (live_root / "tp2-apikey").rglob("*"):
+        if path.is_file():
+            assert not KEY_PATTERN.search(path.read_bytes()), path
+
+
+# --- 3. TP=2, development mode ---------------------------------------------------------------
+
+
+def test_tp2_devmode_server_info_and_world_size(live_root: Path) -> None:
+    readback = _probe(live_root / "tp2-devmode")
+    assessment = assess(readback)
+    decision = assessment.parallel
+    assert isinstance(decision, ParallelRefused)
+    assert decision.configuration is not None
+    assert decision.configuration.tensor_parallel_size == 2
+    assert decision.world_size_product == 2
+    assert decision.reason is ParallelReason.POPULATION_UNOBSERVED
+
+
+def test_tp2_devmode_world_size_product_alone_does_not_pass_stage_one(live_root: Path) -> None:
+    directory = live_root / "tp2-devmode"
+    bundle = historical_bundle(
+        {
+            Route.VERSION: (directory / "version.body").read_bytes(),
+            Route.GET_WORLD_SIZE: (directory / "get_world_size.body").read_bytes(),
+        }
+    )
+    decision = assess(bundle).parallel
+    assert isinstance(decision, ParallelRefused)
+    assert decision.reason is ParallelReason.CONFIGURATION_UNOBSERVED
+    assert decision.world_size_product == 2
+
+
+# --- 4. a restart between the two bracket reads ----------------------------------------------
+
+
+def test_restart_mid_batch_join_is_refused_as_marker_changed(live_root: Path) -> None:
+    directory = live_root / "restart-mid-batch"
+    opening = historical_bundle(
+        {Route.METRICS: (directory / "first" / "metrics.body").read_bytes()}
+    )
+    closing = historical_bundle(
+        {Route.METRICS: (directory / "second" / "metrics.body").read_bytes()}
+    )
+    join = derive_join(opening.metrics, closing.metrics)
+    assert isinstance(join, JoinRefused), join
+    assert join.reason is JoinRefusal.MARKER_CHANGED
+
+
+@pytest.mark.parametrize("half", ["first", "second"])
+def test_each_restart_half_alone_is_one_incarnation(live_root: Path, half: str) -> None:
+    body = (live_root / "restart-mid-batch" / half / "metrics.body").read_bytes()
+    one = historical_bundle({Route.METRICS: body})
+    assert type(derive_join(one.metrics, one.metrics)).__name__ == "JoinEstablished"
