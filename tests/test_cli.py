@@ -338,3 +338,16 @@ def test_version() -> None:
     out = _run("--version")
     assert out.returncode == 0
     assert out.stdout.startswith("vllm-evidence ")
+
+
+@pytest.mark.parametrize(
+    ("scenario", "tp", "models_outcome"),
+    [("tp2-devmode", 2, "parsed"), ("tp2-apikey", 2, "unauthorized")],
+)
+def test_demo_tp2_scenarios(scenario: str, tp: int, models_outcome: str) -> None:
+    doc = json.loads(_run("demo", "--scenario", scenario, "--json").stdout)
+    parallel = doc["decisions"]["parallel"]
+    assert (parallel["verdict"], parallel["tensor_parallel_size"]) == ("established", tp)
+    assert parallel["present_ranks"] == [0, 1]
+    assert doc["front_door"]["routes"]["v1_models"]["outcome"] == models_outcome
+    assert doc["decisions"]["capacity"]["engines"][0]["tokens"] == 8388608

@@ -15,13 +15,22 @@ PROG = "vllm-evidence demo"
 #: Scenario name → directory under ``vllm_evidence/demo_data``.
 SCENARIOS: dict[str, str] = {
     "tp1-devmode": "vllm-0.32.0-cpu-tp1-devmode",
+    "tp2-devmode": "vllm-0.32.0-cpu-tp2-devmode",
+    "tp2-apikey": "vllm-0.32.0-cpu-tp2-apikey",
 }
 
 EPILOG = """\
 examples:
   vllm-evidence demo
   vllm-evidence demo --json
-  vllm-evidence demo --require parallel capacity      (exits 3: served identity is an alias)
+  vllm-evidence demo --require parallel capacity      (exits 0)
+  vllm-evidence demo --require served_identity        (exits 3: the served id is an alias)
+  vllm-evidence demo --scenario tp2-apikey            (TP=2, --api-key, no development mode)
+
+scenarios (all recorded from a real vLLM 0.32.0 CPU server):
+  tp1-devmode   TP=1, development mode, served under an alias
+  tp2-devmode   TP=2, development mode
+  tp2-apikey    TP=2, --api-key (/v1/models answers 401 to the probe), no development mode
 
 The demo serves a real vLLM 0.32.0 capture on 127.0.0.1 (a free port), probes it
 exactly as a live server (GET only), reads its recorded startup log, and reports.
