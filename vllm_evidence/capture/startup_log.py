@@ -53,6 +53,7 @@ import hashlib
 import os
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import IO, Literal, final
 
@@ -107,6 +108,7 @@ MAX_LINE_BYTES = 1024 * 1024
 SAMPLE_LINES = 4096
 WRAP_SLACK = 32
 _MIN_WRAP = 60
+_THREAD_HASH_BYTES = 1024 * 1024
 _PUBLIC = "vllm_evidence.capture.startup_log.read_startup_log()"
 
 
@@ -263,28 +265,39 @@ class _Reader:
         self.first = b""
 
     def blocks(self) -> Iterator[bytes]:
-        carry = b""
-        dropping = False
-        while True:
-            data = self._stream.read(BLOCK_BYTES)
-            if not data:
-                break
-            self.digest.update(data)
-            self.size += len(data)
-            if dropping:
-                nl = data.find(b"\n")
-                if nl < 0:
-                    continue
-                data, dropping = data[nl:], False
-            buf = carry + data
-            cut = buf.rfind(b"\n")
-            if cut < 0:
-                carry = buf
-            else:
-                yield buf[: cut + 1]
-                carry = buf[cut + 1 :]
-            if len(carry) > MAX_LINE_BYTES:
-                carry, dropping = carry[:MAX_LINE_BYTES], True
+        # The digest of each block is taken on a second thread while the caller scans the
+        # block (hashlib releases the GIL on large updates); updates stay in order because
+        # each one is awaited before the next is submitted.
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            hashing: Future[None] | None = None
+            carry = b""
+            dropping = False
+            while True:
+                data = self._stream.read(BLOCK_BYTES)
+                if hashing is not None:
+                    hashing.result()
+                    hashing = None
+                if not data:
+                    break
+                if len(data) >= _THREAD_HASH_BYTES:
+                    hashing = pool.submit(self.digest.update, data)
+                else:
+                    self.digest.update(data)
+                self.size += len(data)
+                if dropping:
+                    nl = data.find(b"\n")
+                    if nl < 0:
+                        continue
+                    data, dropping = data[nl:], False
+                buf = carry + data
+                cut = buf.rfind(b"\n")
+                if cut < 0:
+                    carry = buf
+                else:
+                    yield buf[: cut + 1]
+                    carry = buf[cut + 1 :]
+                if len(carry) > MAX_LINE_BYTES:
+                    carry, dropping = carry[:MAX_LINE_BYTES], True
         if carry:
             yield carry + b"\n"
 
