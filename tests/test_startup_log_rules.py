@@ -254,3 +254,43 @@ def test_failures_are_typed(tmp_path: Path) -> None:
 def test_sealed_types_have_no_public_constructor() -> None:
     with pytest.raises(TypeError, match="read_startup_log"):
         StartupLog(None)  # type: ignore[arg-type]  # the seal: no public constructor
+
+
+def test_equal_length_lines_before_noise_are_not_a_terminal_wrap() -> None:
+    """Found by hypothesis: complete lines of one length, each followed by a prefix-less
+    noise line, looked like a wrap at that length and merged three launches into one."""
+    noise = "Loading safetensors checkpoint shards: 100% Completed | 1/1\n"
+    text = "".join(
+        f"(APIServer pid={pid}) INFO 01-02 03:04:05 [api_server.py:1] "
+        f"vLLM API server version 0.10.1.1\n{noise}"
+        for pid in (100, 200, 300)
+    )
+    read = _log(text)
+    assert read.wrap_width is None
+    assert [launch.api_server_pids for launch in read.launches] == [(100,), (200,), (300,)]
+
+
+def test_compose_column_starts_a_record_so_equal_engine_lines_are_not_a_wrap() -> None:
+    """Every line of a docker-compose log starts with the service column."""
+    col = "vllm-1  | "
+    engine = (
+        "(EngineCore_DP{i} pid=10{i}) INFO 01-02 03:04:05 [core.py:74] Initializing a V1 LLM "
+        "engine (v0.10.2) with config: model='/m', tensor_parallel_size=1, "
+        "pipeline_parallel_size=1, data_parallel_size=2\n"
+    )
+    text = (
+        col + "(APIServer pid=9) INFO 01-02 03:04:05 [api_server.py:1] vLLM API server "
+        "version 0.10.2\n"
+        + col
+        + engine.format(i=0)
+        + col
+        + engine.format(i=1)
+        + col
+        + "(EngineCore_DP0 pid=100) INFO 01-02 03:04:05 [kv_cache_utils.py:1] "
+        "GPU KV cache size: 1,000 tokens\n"
+    )
+    read = _log(text)
+    assert read.wrap_width is None
+    launch = read.launches[0]
+    assert len(launch.engine_configs) == 2
+    assert [c.tokens.value if c.tokens else None for c in launch.capacity] == [1000]

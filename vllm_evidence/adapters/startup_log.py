@@ -116,6 +116,7 @@ RECORD_START_RE = re.compile(
     r"|[A-Z][a-z]{2} [ 0-9]\d \d\d:\d\d:\d\d "
     r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d"
     r"|\[[A-Z]\d{4} "  # glog/c10 "[W1130 04:11:13…]"
+    r"|[\w.-]+\s+\|\ "  # a docker-compose service column "vllm-1  | "
     r"|#@ )"
 )
 

@@ -23,8 +23,12 @@ reader therefore
    length (ANSI codes and carriage returns removed, ``#@`` annotation lines ignored) of at
    least 60 that ends two or more lines followed by a non-blank line that does not start
    a record (tag, vLLM/uvicorn/Python-logging prefix, wrapper), and that no line of the
-   sample exceeds (an unwrapped log has lines longer than any such length); or takes
-   ``wrap_width`` from the caller;
+   sample exceeds (an unwrapped log has lines longer than any such length), *and* at
+   which at least one such line is cut mid-token — it ends in a non-blank character
+   and its continuation starts with neither a blank nor an uppercase letter (a terminal
+   cuts at a column, so some cut falls inside a word or a value; a complete line followed
+   by a noise line such as ``Loading safetensors …`` does not qualify, and a log is
+   never joined on that evidence alone); or takes ``wrap_width`` from the caller;
 2. *joins* a physical line onto the logical line before it when W is known, the previous
    physical line's visible length is within :data:`WRAP_SLACK` of W (and not above), and
    the line is non-blank and does not start a record.
@@ -51,6 +55,7 @@ from __future__ import annotations
 import enum
 import hashlib
 import os
+import re
 from collections import Counter
 from collections.abc import Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -313,6 +318,7 @@ def _continues(text: str) -> bool:
 def detect_wrap_width(lines: list[str]) -> int | None:
     """The hard-wrap width of a sample of cleaned physical lines, or ``None`` (see module)."""
     counts: Counter[int] = Counter()
+    mid_token: set[int] = set()
     longest = 0
     for prev, nxt in zip(lines, [*lines[1:], ""], strict=True):
         if prev.startswith("#@"):
@@ -320,11 +326,28 @@ def detect_wrap_width(lines: list[str]) -> int | None:
         longest = max(longest, len(prev))
         if len(prev) >= _MIN_WRAP and _continues(nxt):
             counts[len(prev)] += 1
+            if _cuts_a_token(prev, nxt):
+                mid_token.add(len(prev))
     candidates = [width for width, n in counts.items() if n >= 2]
     if not candidates:
         return None
     width = max(candidates)
-    return width if longest <= width else None
+    if longest > width:
+        return None
+    # A wrap at W cuts some line mid-token; its first segment may be shorter than W
+    # when the terminal counted colour codes (see the module docstring).
+    if not any(width - WRAP_SLACK <= cut <= width for cut in mid_token):
+        return None
+    return width
+
+
+_TOKEN_END = re.compile(r"\S\Z")
+_TOKEN_CONTINUES = re.compile(r"[^\sA-Z]")
+
+
+def _cuts_a_token(prev: str, nxt: str) -> bool:
+    """Whether a line break between ``prev`` and ``nxt`` falls inside a word or value."""
+    return _TOKEN_END.search(prev) is not None and _TOKEN_CONTINUES.match(nxt) is not None
 
 
 class _Assembler:
