@@ -3,7 +3,8 @@
 * Hypothesis profiles: ``HYPOTHESIS_PROFILE=dev`` runs more examples; CI uses the
   default profile (Hypothesis loads its own derandomised ``ci`` profile when
   ``CI=true``).
-* Suite-wide guard: every request any stub front door received was a GET to a route.
+* Suite-wide guard: every request any stub front door received -- started directly, by
+  a strategy, or by the ``vllm_front_door`` fixture -- was a GET to a route.
 """
 
 from __future__ import annotations
@@ -14,8 +15,12 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, settings
 
-from vllm_evidence.testing.stub import StubRequest, observe_requests
-from vllm_evidence.upstream.routes import PROBE_ROUTES
+from vllm_evidence.testing.stub import (
+    ALLOWED_TARGETS,
+    StubRequest,
+    forbidden_requests,
+    observe_requests,
+)
 
 settings.register_profile("default", max_examples=100)
 settings.register_profile("dev", max_examples=500)
@@ -23,12 +28,14 @@ settings.register_profile("fast", max_examples=20, suppress_health_check=[Health
 if os.environ.get("CI") != "true" or "HYPOTHESIS_PROFILE" in os.environ:
     settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 
-ALLOWED_TARGETS = frozenset(route.target for route in PROBE_ROUTES)
+__all__ = ["ALLOWED_TARGETS", "forbidden"]
+
+pytest_plugins = ["pytester"]
 
 
 def forbidden(requests: list[StubRequest]) -> list[StubRequest]:
     """The requests that were not a GET to a probe-readable route's target."""
-    return [r for r in requests if r.method != "GET" or r.path not in ALLOWED_TARGETS]
+    return forbidden_requests(requests)
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -1,1 +1,170 @@
-"""Test support that this package ships: the stub front door."""
+"""The downstream test kit: hypothesis strategies, the stub front door, a pytest plugin.
+
+Exercise orchestration code against vLLM evidence without a GPU or a server::
+
+    from hypothesis import given
+    from vllm_evidence import assess, probe_sync, readback_from_batch
+    from vllm_evidence.testing import CaptureDirectory, Fault, capture_directories
+    from vllm_evidence.upstream.routes import Route
+
+    @given(capture_directories(release="0.33.0"))
+    def test_router_never_admits_an_unjoined_server(capture: CaptureDirectory) -> None:
+        ...
+
+    def test_router_on_a_dead_engine(vllm_front_door, tmp_path) -> None:
+        door = vllm_front_door(faults={Route.HEALTH: Fault(status=503)})
+        assessment = assess(readback_from_batch(probe_sync(door.url)))
+        assert not my_router_admits(assessment)
+        assert forbidden_requests(door.requests) == []   # only GETs to front-door routes
+
+* **Strategies** (:mod:`vllm_evidence.testing.strategies`): wire bodies per vLLM release
+  (:func:`metrics_bodies`, :func:`models_bodies`, :func:`version_bodies`,
+  :func:`server_info_texts`, :func:`server_info_jsons`, :func:`startup_logs` and
+  :func:`startup_log_examples` with the figures they print), whole servers
+  (:func:`capture_directories`), and the sealed types built only through the public
+  functions (:func:`historical_bundles`, :func:`captured_readbacks`,
+  :func:`capture_batches`, :func:`read_startup_logs`, :func:`assessments`, …).  With the
+  package installed, ``st.from_type(Assessment)`` (and ``StartupLog``,
+  ``HistoricalBundle``, ``CapturedReadback``, ``CaptureBatch``, ``MetricsObservation``,
+  ``ServedModels``, ``ServerInfo``) works: the strategies are registered through
+  hypothesis's ``hypothesis`` entry point.
+* **Stub front door**: :func:`serve_capture` serves a capture directory on 127.0.0.1 (a
+  free port) with per-route :class:`Fault` s (status, delay, trickle, oversize, truncated,
+  garbage, reset, redirect) and restarts (:meth:`StubFrontDoor.restart`); it records
+  every request (:attr:`StubFrontDoor.requests`, :func:`observe_requests`), and
+  :func:`forbidden_requests` names any that was not a GET to a front-door route.
+Importing this package or :mod:`vllm_evidence.testing.stub` needs only the package's
+own dependencies; the strategies need hypothesis (the ``test`` extra).
+
+* **pytest plugin** (loaded through the ``pytest11`` entry point): the
+  ``vllm_front_door`` fixture is a factory, ``vllm_front_door(directory=None, *,
+  faults=…, api_key=…, restart_after_metrics_reads=…)``, that starts a stub for the test
+  (by default replaying a recorded vLLM 0.32.0 server; a :class:`CaptureDirectory` is
+  written to the test's temporary directory) and stops it after the test.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from vllm_evidence.testing._capture import (
+        CaptureDirectory,
+    )
+    from vllm_evidence.testing.strategies import (
+        CACHE_CONFIG_LABELS,
+        RELEASES,
+        GeneratedCapacity,
+        GeneratedLaunch,
+        GeneratedLog,
+        assessments,
+        capture_batches,
+        capture_directories,
+        captured_readbacks,
+        historical_bundles,
+        metrics_bodies,
+        metrics_observations,
+        models_bodies,
+        read_startup_logs,
+        served_models,
+        server_info_jsons,
+        server_info_texts,
+        server_infos,
+        startup_log_examples,
+        startup_logs,
+        version_bodies,
+    )
+    from vllm_evidence.testing.stub import (
+        ALLOWED_TARGETS,
+        GARBAGE_BODY,
+        Fault,
+        FrontDoorFactory,
+        StubFrontDoor,
+        StubRequest,
+        forbidden_requests,
+        observe_requests,
+        serve_capture,
+    )
+
+__all__ = [
+    "ALLOWED_TARGETS",
+    "CACHE_CONFIG_LABELS",
+    "GARBAGE_BODY",
+    "RELEASES",
+    "CaptureDirectory",
+    "Fault",
+    "FrontDoorFactory",
+    "GeneratedCapacity",
+    "GeneratedLaunch",
+    "GeneratedLog",
+    "StubFrontDoor",
+    "StubRequest",
+    "assessments",
+    "capture_batches",
+    "capture_directories",
+    "captured_readbacks",
+    "forbidden_requests",
+    "historical_bundles",
+    "metrics_bodies",
+    "metrics_observations",
+    "models_bodies",
+    "observe_requests",
+    "read_startup_logs",
+    "serve_capture",
+    "served_models",
+    "server_info_jsons",
+    "server_info_texts",
+    "server_infos",
+    "startup_log_examples",
+    "startup_logs",
+    "version_bodies",
+]
+
+# Imported on first use: the stub (used by ``vllm-evidence demo`` and the pytest plugin)
+# must not need hypothesis, which only the strategies import.
+_LAZY: dict[str, str] = {
+    "ALLOWED_TARGETS": "vllm_evidence.testing.stub",
+    "CACHE_CONFIG_LABELS": "vllm_evidence.testing.strategies",
+    "GARBAGE_BODY": "vllm_evidence.testing.stub",
+    "RELEASES": "vllm_evidence.testing.strategies",
+    "CaptureDirectory": "vllm_evidence.testing._capture",
+    "Fault": "vllm_evidence.testing.stub",
+    "FrontDoorFactory": "vllm_evidence.testing.stub",
+    "GeneratedCapacity": "vllm_evidence.testing.strategies",
+    "GeneratedLaunch": "vllm_evidence.testing.strategies",
+    "GeneratedLog": "vllm_evidence.testing.strategies",
+    "StubFrontDoor": "vllm_evidence.testing.stub",
+    "StubRequest": "vllm_evidence.testing.stub",
+    "assessments": "vllm_evidence.testing.strategies",
+    "capture_batches": "vllm_evidence.testing.strategies",
+    "capture_directories": "vllm_evidence.testing.strategies",
+    "captured_readbacks": "vllm_evidence.testing.strategies",
+    "forbidden_requests": "vllm_evidence.testing.stub",
+    "historical_bundles": "vllm_evidence.testing.strategies",
+    "metrics_bodies": "vllm_evidence.testing.strategies",
+    "metrics_observations": "vllm_evidence.testing.strategies",
+    "models_bodies": "vllm_evidence.testing.strategies",
+    "observe_requests": "vllm_evidence.testing.stub",
+    "read_startup_logs": "vllm_evidence.testing.strategies",
+    "serve_capture": "vllm_evidence.testing.stub",
+    "served_models": "vllm_evidence.testing.strategies",
+    "server_info_jsons": "vllm_evidence.testing.strategies",
+    "server_info_texts": "vllm_evidence.testing.strategies",
+    "server_infos": "vllm_evidence.testing.strategies",
+    "startup_log_examples": "vllm_evidence.testing.strategies",
+    "startup_logs": "vllm_evidence.testing.strategies",
+    "version_bodies": "vllm_evidence.testing.strategies",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        msg = f"module 'vllm_evidence.testing' has no attribute {name!r}"
+        raise AttributeError(msg)
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

@@ -8,26 +8,53 @@ Public API::
 
 It serves ``<stem>.body`` for each route (status and content type from
 ``<stem>.headers`` when present) and answers 404 ``{"detail":"Not Found"}`` for a
-route with no body and for any other path.  Every request, of any method, is logged.
+route with no body and for any other path.  Every request, of any method, is logged
+(on the stub's own ``requests`` and to every :func:`observe_requests` observer), and
+:func:`forbidden_requests` names those that were not a GET to a front-door route.
+
+Faults (:class:`Fault`, per route): a status override, a delay, a trickled body, an
+oversize, truncated or garbage body, a connection reset (no answer at all), a
+redirect.  A restart (a new ``process_start_time_seconds`` on ``/metrics``) is
+:meth:`StubFrontDoor.restart` between requests, or ``restart_after_metrics_reads``.
 """
 
 from __future__ import annotations
 
 import re
+import socket
+import struct
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import final
+from typing import TYPE_CHECKING, Protocol, final
 
 import attrs
 
-from vllm_evidence.upstream.routes import Route
+from vllm_evidence.upstream.routes import PROBE_ROUTES, Route
 
-__all__ = ["Fault", "StubFrontDoor", "StubRequest", "observe_requests", "serve_capture"]
+if TYPE_CHECKING:
+    from vllm_evidence.testing._capture import CaptureDirectory
+
+__all__ = [
+    "ALLOWED_TARGETS",
+    "GARBAGE_BODY",
+    "Fault",
+    "FrontDoorFactory",
+    "StubFrontDoor",
+    "StubRequest",
+    "forbidden_requests",
+    "observe_requests",
+    "serve_capture",
+]
+
+#: The request targets a read-only client may send (GET only): the probe-readable routes.
+ALLOWED_TARGETS: frozenset[str] = frozenset(route.target for route in PROBE_ROUTES)
+#: What a ``Fault(garbage=True)`` answers: neither UTF-8, JSON nor exposition text.
+GARBAGE_BODY = b"\x00\xff\xfe<html>\x8b\x1f garbage \xc3\x28{]"
 
 _NOT_FOUND = b'{"detail":"Not Found"}'
 _JSON = {"content-type": "application/json"}
@@ -49,6 +76,25 @@ class Fault:
     """Answer a body of this many bytes (``#`` characters) instead."""
     redirect_to: str | None = None
     """Answer ``302`` with this ``Location``."""
+    trickle_bytes_per_s: float | None = None
+    """Send the body at about this many bytes per second (the full length is declared)."""
+    truncate_at: int | None = None
+    """Answer only the first this-many bytes of the body (a complete, shorter answer)."""
+    garbage: bool = False
+    """Answer :data:`GARBAGE_BODY` instead of the body."""
+    reset: bool = False
+    """Close the connection (TCP reset) without any answer."""
+
+    def __attrs_post_init__(self) -> None:
+        if self.trickle_bytes_per_s is not None and self.trickle_bytes_per_s <= 0:
+            msg = "trickle_bytes_per_s must be positive"
+            raise ValueError(msg)
+        if self.truncate_at is not None and self.truncate_at < 0:
+            msg = "truncate_at must not be negative"
+            raise ValueError(msg)
+        if self.delay_s < 0:
+            msg = "delay_s must not be negative"
+            raise ValueError(msg)
 
 
 @final
@@ -77,6 +123,21 @@ def observe_requests() -> Iterator[list[StubRequest]]:
     finally:
         with _observers_lock:
             _observers.remove(log.append)
+
+
+def forbidden_requests(requests: Iterable[StubRequest]) -> list[StubRequest]:
+    """The requests that were not a GET to a probe-readable route's target."""
+    return [r for r in requests if r.method != "GET" or r.path not in ALLOWED_TARGETS]
+
+
+@attrs.frozen
+class _Reply:
+    status: int
+    reason: str
+    headers: dict[str, str]
+    body: bytes
+    trickle_bytes_per_s: float | None = None
+    reset: bool = False
 
 
 @attrs.frozen
@@ -108,7 +169,10 @@ def _read_served(directory: Path, route: Route) -> _Served | None:
 
 @final
 class StubFrontDoor:
-    """A running stub.  ``url`` is its base URL; ``requests`` is its request log."""
+    """A running stub.  ``url`` is its base URL; ``requests`` is its request log.
+
+    Made by :func:`serve_capture` (or the ``vllm_front_door`` pytest fixture).
+    """
 
     def __init__(
         self,
@@ -122,6 +186,8 @@ class StubFrontDoor:
         self._api_key = api_key
         self._restart_after = restart_after_metrics_reads
         self._metrics_reads = 0
+        self._restarts = 0
+        self._stopping = threading.Event()
         self._lock = threading.Lock()
         self.requests: list[StubRequest] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
@@ -135,7 +201,18 @@ class StubFrontDoor:
     def _start(self) -> None:
         self._thread.start()
 
+    def restart(self) -> None:
+        """Act as a restarted server: later ``/metrics`` reads serve a new start time."""
+        with self._lock:
+            self._restarts += 1
+
+    @property
+    def port(self) -> int:
+        """The port on 127.0.0.1 the stub listens on."""
+        return int(self.url.rsplit(":", 1)[1])
+
     def _stop(self) -> None:
+        self._stopping.set()
         self._server.shutdown()
         self._server.server_close()
         self._thread.join(timeout=5)
@@ -148,61 +225,59 @@ class StubFrontDoor:
         for observer in observers:
             observer(request)
 
-    def _answer(
-        self, method: str, path: str, authorization: str | None
-    ) -> tuple[int, str, dict[str, str], bytes]:
+    def _answer(self, method: str, path: str, authorization: str | None) -> _Reply:
         route = next((r for r in Route if r.target == path and r.probe_readable), None)
         if method != "GET":
-            return 405, "Method Not Allowed", {}, b'{"detail":"Method Not Allowed"}'
+            return _Reply(405, "Method Not Allowed", {}, b'{"detail":"Method Not Allowed"}')
         if route is None:
-            return 404, "Not Found", _JSON, _NOT_FOUND
+            return _Reply(404, "Not Found", dict(_JSON), _NOT_FOUND)
         fault = self._faults.get(route)
         if fault is not None and fault.delay_s > 0:
             time.sleep(fault.delay_s)
+        if fault is not None and fault.reset:
+            return _Reply(0, "", {}, b"", reset=True)
         if fault is not None and fault.redirect_to is not None:
-            return 302, "Found", {"location": fault.redirect_to}, b""
+            return _Reply(302, "Found", {"location": fault.redirect_to}, b"")
         if (
             self._api_key is not None
             and route is Route.MODELS
             and authorization != f"Bearer {self._api_key}"
         ):
-            return (
-                401,
-                "Unauthorized",
-                {"content-type": "application/json"},
-                b'{"error":"Unauthorized"}',
-            )
+            return _Reply(401, "Unauthorized", dict(_JSON), b'{"error":"Unauthorized"}')
         served = self._served[route]
         if served is None:
-            status, reason, headers, body = (
-                404,
-                "Not Found",
-                {"content-type": "application/json"},
-                _NOT_FOUND,
-            )
+            status, reason, headers, body = 404, "Not Found", dict(_JSON), _NOT_FOUND
         else:
             status, reason, body = served.status, served.reason, served.body
             headers = {"content-type": served.content_type} if served.content_type else {}
         if route is Route.METRICS:
             body = self._metrics_body(body)
-        if fault is not None:
-            if fault.oversize_bytes is not None:
-                body = b"#" * fault.oversize_bytes
-            if fault.body is not None:
-                body = fault.body
-            if fault.status is not None:
-                status, reason = fault.status, "Injected"
-        return status, reason, headers, body
+        if fault is None:
+            return _Reply(status, reason, headers, body)
+        if fault.oversize_bytes is not None:
+            body = b"#" * fault.oversize_bytes
+        if fault.body is not None:
+            body = fault.body
+        if fault.garbage:
+            body = GARBAGE_BODY
+        if fault.truncate_at is not None:
+            body = body[: fault.truncate_at]
+        if fault.status is not None:
+            status, reason = fault.status, "Injected"
+        return _Reply(status, reason, headers, body, trickle_bytes_per_s=fault.trickle_bytes_per_s)
 
     def _metrics_body(self, body: bytes) -> bytes:
         with self._lock:
             self._metrics_reads += 1
             reads = self._metrics_reads
-        if self._restart_after is None or reads <= self._restart_after:
+            restarts = self._restarts
+        if self._restart_after is not None and reads > self._restart_after:
+            restarts += 1
+        if restarts == 0:
             return body
 
         def later(match: re.Match[bytes]) -> bytes:
-            restarted = Decimal(match.group(2).decode("ascii")) + 1000
+            restarted = Decimal(match.group(2).decode("ascii")) + 1000 * restarts
             return match.group(1) + str(restarted).encode("ascii")
 
         return _START_LINE.sub(later, body)
@@ -224,18 +299,37 @@ class StubFrontDoor:
                 length = self.headers.get("content-length")
                 if length is not None and length.isdigit():
                     self.rfile.read(int(length))
-                status, reason, headers, body = door._answer(
-                    self.command, self.path, self.headers.get("authorization")
-                )
-                self.send_response(status, reason)
-                for key, value in headers.items():
+                reply = door._answer(self.command, self.path, self.headers.get("authorization"))
+                if reply.reset:
+                    # SO_LINGER 0: closing sends a TCP reset, not an orderly end.
+                    self.connection.setsockopt(
+                        socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0)
+                    )
+                    self.close_connection = True
+                    return
+                self.send_response(reply.status, reply.reason)
+                for key, value in reply.headers.items():
                     self.send_header(key, value)
-                self.send_header("content-length", str(len(body)))
+                self.send_header("content-length", str(len(reply.body)))
                 self.end_headers()
                 try:
-                    self.wfile.write(body)
+                    if reply.trickle_bytes_per_s is None:
+                        self.wfile.write(reply.body)
+                    else:
+                        self._trickle(reply.body, reply.trickle_bytes_per_s)
                 except (BrokenPipeError, ConnectionResetError):
                     self.close_connection = True
+
+            def _trickle(self, body: bytes, rate: float) -> None:
+                step = max(1, int(rate / 50))
+                self.wfile.flush()
+                for start in range(0, len(body), step):
+                    if door._stopping.is_set():
+                        self.close_connection = True
+                        return
+                    self.wfile.write(body[start : start + step])
+                    self.wfile.flush()
+                    time.sleep(step / rate)
 
             do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = do_OPTIONS = _handle  # noqa: N815
 
@@ -243,6 +337,19 @@ class StubFrontDoor:
                 """Keep test output quiet."""
 
         return Handler
+
+
+class FrontDoorFactory(Protocol):
+    """The type of the ``vllm_front_door`` fixture (for annotating a test's argument)."""
+
+    def __call__(
+        self,
+        directory: str | Path | CaptureDirectory | None = None,
+        *,
+        faults: Mapping[Route, Fault] | None = None,
+        api_key: str | None = None,
+        restart_after_metrics_reads: int | None = None,
+    ) -> StubFrontDoor: ...
 
 
 @contextmanager
@@ -255,9 +362,11 @@ def serve_capture(
 ) -> Iterator[StubFrontDoor]:
     """Serve ``directory`` on a free port of 127.0.0.1 until the context closes.
 
-    ``api_key`` makes ``/v1/models`` answer 401 without ``Authorization: Bearer <key>``
-    (as vLLM does).  ``restart_after_metrics_reads=N`` serves a later
-    ``process_start_time_seconds`` on every ``/metrics`` read after the N-th: a restart.
+    ``faults`` maps a route to the :class:`Fault` it answers with.  ``api_key`` makes
+    ``/v1/models`` answer 401 without ``Authorization: Bearer <key>`` (as vLLM does).
+    ``restart_after_metrics_reads=N`` serves a later ``process_start_time_seconds`` on
+    every ``/metrics`` read after the N-th: a restart (see also
+    :meth:`StubFrontDoor.restart`).
     """
     door = StubFrontDoor(Path(directory), faults or {}, api_key, restart_after_metrics_reads)
     door._start()

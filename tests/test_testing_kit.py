@@ -1,0 +1,358 @@
+"""The downstream test kit: strategies parse, types register, faults type, fixture stops."""
+
+from __future__ import annotations
+
+import http.client
+import io
+import json
+import re
+import socket
+import subprocess
+import sys
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from prometheus_client.parser import text_string_to_metric_families
+
+from tests.test_metrics_differential import assert_same
+from vllm_evidence import Assessment, StartupLog, read_startup_log, readback_from_batch
+from vllm_evidence.adapters.metrics import MetricsObservation, parse_metrics
+from vllm_evidence.adapters.models import ServedModels, parse_models
+from vllm_evidence.adapters.server_info import (
+    ServerInfo,
+    parse_server_info_json,
+    parse_server_info_text,
+)
+from vllm_evidence.capture.batch import (
+    CaptureBatch,
+    JoinRefusal,
+    JoinRefused,
+    Parsed,
+    TimedOut,
+    Unparsed,
+    Unreachable,
+)
+from vllm_evidence.capture.http import probe_sync
+from vllm_evidence.readback import CapturedReadback, HistoricalBundle
+from vllm_evidence.testing import (
+    CACHE_CONFIG_LABELS,
+    RELEASES,
+    Fault,
+    FrontDoorFactory,
+    GeneratedLog,
+    StubRequest,
+    forbidden_requests,
+    metrics_bodies,
+    models_bodies,
+    observe_requests,
+    server_info_jsons,
+    server_info_texts,
+    startup_log_examples,
+)
+from vllm_evidence.upstream.routes import Route
+
+FAST = settings(max_examples=25, deadline=None)
+
+
+@st.composite
+def _release_and_metrics(draw: st.DrawFn) -> tuple[str, bytes]:
+    release = draw(st.sampled_from(RELEASES))
+    return release, draw(metrics_bodies(release=release, max_engines=3))
+
+
+@given(_release_and_metrics())
+def test_metrics_bodies_parse_and_carry_the_release_label_set(case: tuple[str, bytes]) -> None:
+    release, body = case
+    text = body.decode()
+    assert_same(text)  # the scanner agrees with prometheus_client
+    observation = parse_metrics(body)
+    assert isinstance(observation, MetricsObservation)
+    series = observation.cache_config_info
+    assert series
+    for one in series:
+        assert sorted(dict(one.label_pairs)) == sorted(CACHE_CONFIG_LABELS[release])
+    has_capacity = "kv_cache_size_tokens" in CACHE_CONFIG_LABELS[release]
+    assert has_capacity == (release in ("0.27.0", "0.32.0", "0.33.0"))
+    families = {f.name for f in text_string_to_metric_families(text)}
+    assert "vllm:time_to_first_token_seconds" in families  # a histogram, parsed as one
+    if "engine" not in CACHE_CONFIG_LABELS[release]:
+        assert len(series) == 1
+        assert series[0].engine is None
+
+
+@given(metrics_bodies(release="0.33.0", min_engines=3, max_engines=3, process_start_time=False))
+def test_several_dp_engines_each_get_a_series_and_no_marker(body: bytes) -> None:
+    observation = parse_metrics(body)
+    assert isinstance(observation, MetricsObservation)
+    engines = [s.engine for s in observation.cache_config_info]
+    assert len(engines) == 3
+    assert len(set(engines)) == 3
+    assert observation.process_start_time is None
+    blocks = {s.label("num_gpu_blocks") for s in observation.cache_config_info}
+    assert len(blocks) == 1  # the handshake sum, repeated on every engine's series
+
+
+def test_metrics_label_values_exercise_escapes() -> None:
+    seen: set[str] = set()
+
+    @settings(max_examples=200, deadline=None)
+    @given(metrics_bodies())
+    def collect(body: bytes) -> None:
+        seen.update(e for e in ("\\\\", '\\"', "\\n") if e in body.decode())
+
+    collect()
+    assert seen == {"\\\\", '\\"', "\\n"}
+
+
+@given(models_bodies(min_adapters=1))
+def test_models_bodies_parse_with_aliases_and_adapters(body: bytes) -> None:
+    models = parse_models(body)
+    assert isinstance(models, ServedModels)
+    data = json.loads(body)["data"]
+    assert [c.served_id for c in models.cards] == [c["id"] for c in data]
+    bases = [c for c in models.cards if c.parent is None]
+    adapters = [c for c in models.cards if c.parent is not None]
+    assert bases
+    assert adapters
+    assert len({c.root for c in bases}) == 1  # aliases of one configured model
+    assert all(a.parent == bases[0].served_id and a.max_model_len is None for a in adapters)
+
+
+@given(server_info_texts())
+def test_server_info_texts_parse(body: bytes) -> None:
+    info = parse_server_info_text(body)
+    assert isinstance(info, ServerInfo)
+    config = json.loads(body)["vllm_config"]
+    tp = re.search(r"tensor_parallel_size=(\d+)", config)
+    assert tp is not None
+    assert info.parallel.tensor_parallel_size == int(tp[1])
+    assert (info.parallel.data_parallel_size is None) == ("data_parallel_size=" not in config)
+
+
+@given(server_info_jsons())
+def test_server_info_jsons_parse(body: bytes) -> None:
+    info = parse_server_info_json(body)
+    assert isinstance(info, ServerInfo)
+    parallel = json.loads(body)["vllm_config"]["parallel_config"]
+    assert info.parallel.tensor_parallel_size == parallel["tensor_parallel_size"]
+    assert info.parallel.distributed_executor_backend == parallel["distributed_executor_backend"]
+    assert info.instance_id is not None
+
+
+@given(startup_log_examples())
+def test_startup_logs_read_with_the_generated_figures(example: GeneratedLog) -> None:
+    log = read_startup_log(io.BytesIO(example.text))
+    assert isinstance(log, StartupLog)
+    assert len(log.launches) == len(example.launches)
+    for gen, launch in zip(example.launches, log.launches, strict=True):
+        assert launch.version is not None
+        assert launch.version.text == gen.release
+        config = launch.engine_config
+        assert config is not None
+        assert config.tensor_parallel_size == gen.tensor_parallel_size
+        assert config.pipeline_parallel_size == gen.pipeline_parallel_size
+        assert config.data_parallel_size == gen.data_parallel_size
+        assert launch.served_model_names == (gen.served_model_name,)
+        got = [
+            (
+                c.format.value,
+                c.device,
+                c.tokens.value if c.tokens else None,
+                c.max_model_len.value if c.max_model_len else None,
+                str(c.max_concurrency.value) if c.max_concurrency else None,
+            )
+            for c in launch.capacity
+        ]
+        want = [
+            (c.format, c.device, c.tokens, c.max_model_len, c.concurrency) for c in gen.capacity
+        ]
+        assert got == want
+        assert [m.text for m in launch.available_memory] == list(gen.available_memory)
+        assert [(r.rank, r.world_size) for r in launch.ranks] == list(gen.ranks)
+        if gen.api_server_pid is not None:
+            assert launch.api_server_pids == (gen.api_server_pid,)
+
+
+@pytest.mark.parametrize(
+    "kind", [Assessment, StartupLog, HistoricalBundle, MetricsObservation, ServedModels, ServerInfo]
+)
+def test_from_type_works_for_sealed_public_types(kind: type) -> None:
+    drawn: list[object] = []
+
+    @settings(max_examples=5, deadline=None)
+    @given(st.from_type(kind))
+    def draw(value: object) -> None:
+        drawn.append(value)
+
+    draw()
+    assert drawn
+    assert all(type(v) is kind for v in drawn)
+
+
+def test_from_type_works_for_probed_types() -> None:
+    drawn: list[object] = []
+
+    @settings(max_examples=2, deadline=None)
+    @given(st.from_type(CapturedReadback), st.from_type(CaptureBatch))
+    def draw(readback: CapturedReadback, batch: CaptureBatch) -> None:
+        drawn.extend([readback, batch])
+
+    draw()
+    assert drawn
+    assert all(isinstance(v, CapturedReadback | CaptureBatch) for v in drawn)
+
+
+def test_stub_and_plugin_do_not_need_hypothesis() -> None:
+    code = (
+        "import sys, vllm_evidence.testing, vllm_evidence.testing.plugin; "
+        "from vllm_evidence.testing import serve_capture, CaptureDirectory; "
+        "print('hypothesis' in sys.modules)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "False"
+
+
+# --- faults, each with the probe's typed outcome -------------------------------------
+
+
+def test_trickle_within_the_timeout_is_parsed(vllm_front_door: FrontDoorFactory) -> None:
+    door = vllm_front_door(faults={Route.VERSION: Fault(trickle_bytes_per_s=100)})
+    readback = readback_from_batch(probe_sync(door.url, timeout=2.0))
+    assert isinstance(readback.version, Parsed)  # 20 bytes at 100 B/s: about 0.2 s
+
+
+def test_trickle_past_the_timeout_times_out(vllm_front_door: FrontDoorFactory) -> None:
+    door = vllm_front_door(faults={Route.VERSION: Fault(trickle_bytes_per_s=20)})
+    readback = readback_from_batch(probe_sync(door.url, timeout=0.3))
+    assert isinstance(readback.version, TimedOut)  # 20 bytes at 20 B/s: about 1 s
+    assert isinstance(readback.models, Parsed)
+
+
+def test_truncated_json_is_unparsed(vllm_front_door: FrontDoorFactory) -> None:
+    door = vllm_front_door(faults={Route.MODELS: Fault(truncate_at=40)})
+    readback = readback_from_batch(probe_sync(door.url))
+    assert isinstance(readback.models, Unparsed)
+    exchange = readback.batch.exchange(Route.MODELS)
+    assert exchange is not None
+    assert exchange.body is not None
+    assert len(exchange.body) == 40
+
+
+def test_garbage_is_unparsed(vllm_front_door: FrontDoorFactory) -> None:
+    faults = {r: Fault(garbage=True) for r in (Route.VERSION, Route.SERVER_INFO_JSON)}
+    door = vllm_front_door(faults=faults)
+    readback = readback_from_batch(probe_sync(door.url))
+    assert isinstance(readback.version, Unparsed)
+    assert isinstance(readback.server_info_json, Unparsed)
+    assert isinstance(readback.server_info, Parsed)
+
+
+def test_reset_is_unreachable(vllm_front_door: FrontDoorFactory) -> None:
+    door = vllm_front_door(faults={Route.VERSION: Fault(reset=True)})
+    readback = readback_from_batch(probe_sync(door.url))
+    assert isinstance(readback.version, Unreachable)
+    assert isinstance(readback.models, Parsed)
+
+
+def test_health_503_is_a_parsed_unhealthy_answer(vllm_front_door: FrontDoorFactory) -> None:
+    door = vllm_front_door(faults={Route.HEALTH: Fault(status=503)})
+    readback = readback_from_batch(probe_sync(door.url))
+    assert isinstance(readback.health, Parsed)
+    assert readback.health.observation.status == 503
+
+
+def test_restart_between_probes_changes_the_marker(vllm_front_door: FrontDoorFactory) -> None:
+    door = vllm_front_door()
+    before = readback_from_batch(probe_sync(door.url))
+    door.restart()
+    after = readback_from_batch(probe_sync(door.url))
+    assert isinstance(before.metrics, Parsed)
+    assert isinstance(after.metrics, Parsed)
+    first, second = before.metrics.observation, after.metrics.observation
+    assert first.process_start_time is not None
+    assert second.process_start_time is not None
+    assert second.process_start_time.seconds == first.process_start_time.seconds + 1000
+
+
+def test_restart_inside_a_batch_refuses_the_join(vllm_front_door: FrontDoorFactory) -> None:
+    door = vllm_front_door(restart_after_metrics_reads=1)
+    join = readback_from_batch(probe_sync(door.url)).join
+    assert isinstance(join, JoinRefused)
+    assert join.reason is JoinRefusal.MARKER_CHANGED
+
+
+def test_fault_arguments_are_checked() -> None:
+    with pytest.raises(ValueError, match="trickle"):
+        Fault(trickle_bytes_per_s=0)
+    with pytest.raises(ValueError, match="truncate_at"):
+        Fault(truncate_at=-1)
+
+
+# --- the fixture and the request log ----------------------------------------------------
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket() as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def test_fixture_starts_the_stub_and_stops_it_after_the_test(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(
+        """
+        import http.client
+
+        PORTS = []
+
+        def test_uses_the_door(vllm_front_door):
+            door = vllm_front_door()
+            PORTS.append(door.port)
+            conn = http.client.HTTPConnection("127.0.0.1", door.port, timeout=2)
+            conn.request("GET", "/version")
+            assert conn.getresponse().status == 200
+            assert [(r.method, r.path) for r in door.requests] == [("GET", "/version")]
+
+        def test_port_is_closed_afterwards():
+            import socket
+            with socket.socket() as s:
+                s.settimeout(0.5)
+                assert s.connect_ex(("127.0.0.1", PORTS[0])) != 0
+        """
+    )
+    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-W", "ignore")
+    result.assert_outcomes(passed=2)
+
+
+def test_fixture_started_stubs_reach_the_session_guard(
+    vllm_front_door: FrontDoorFactory, stub_request_log: list[StubRequest]
+) -> None:
+    before = len(stub_request_log)
+    door = vllm_front_door()
+    probe_sync(door.url)
+    seen = stub_request_log[before:]
+    assert len(seen) == len(door.requests) == 8  # 2 bracket reads + 6 routes
+    assert forbidden_requests(seen) == []
+    assert _port_open(door.port)
+
+
+def test_a_post_is_recorded_and_flagged(
+    vllm_front_door: FrontDoorFactory, stub_request_log: list[StubRequest]
+) -> None:
+    door = vllm_front_door()
+    with observe_requests() as private:
+        conn = http.client.HTTPConnection("127.0.0.1", door.port, timeout=2)
+        conn.request("POST", "/collective_rpc", body=b'{"method":"x"}')
+        assert conn.getresponse().status == 405
+        conn.close()
+    posted = [r for r in door.requests if r.method == "POST"]
+    assert [(r.method, r.path) for r in posted] == [("POST", "/collective_rpc")]
+    assert forbidden_requests(door.requests) == posted
+    assert forbidden_requests(private) == posted
+    # The session guard saw it too (and would fail the session); this test sent it on
+    # purpose, so it takes exactly that request back out of the session's log.
+    assert posted[0] in stub_request_log
+    stub_request_log.remove(posted[0])
+    assert forbidden_requests(stub_request_log) == []
