@@ -114,20 +114,24 @@ def print_report(assessment: Assessment, *, json_out: bool, target: str | None =
         rows.append((name, d["verdict"], d["reason"], why))
     if styled():
         from rich.console import Console
-        from rich.table import Table
+        from rich.markup import escape
 
-        table = Table(title=title, show_lines=True)
-        table.add_column("claim")
-        table.add_column("verdict")
-        table.add_column("reason")
-        table.add_column("why", overflow="fold")
+        console = Console(highlight=False)
+        console.print(f"[bold]{escape(title)}[/bold]")
         for name, verdict, reason, why in rows:
             colour = _COLOURS.get(verdict, "white")
-            table.add_row(name, f"[{colour}]{verdict}[/{colour}]", reason, why)
-        console = Console()
-        console.print(table)
+            console.print(
+                f"  [bold]{name:<22}[/bold] [{colour}]{verdict.upper():<12}[/{colour}] {reason}"
+            )
+            for part in why.split("\n"):
+                style = "dim" if part.startswith("law ") else ""
+                text = escape(part)
+                console.print(
+                    f"  {'':<22} [{style}]{text}[/{style}]" if style else f"  {'':<22} {text}"
+                )
+        console.print("[bold]observations[/bold]")
         for line in _observation_lines(doc):
-            console.print(line, markup=False, highlight=False)
+            console.print(f"  {escape(line)}", overflow="fold")
         return
     out = [title]
     for name, verdict, reason, why in rows:
