@@ -463,6 +463,7 @@ def _capacity() -> list[tuple[Question, tuple[Law, ...]]]:
                     "v0.33.0: v1/engine/core_client.py L851-890 (first non-None, not summed)",
                     "v0.33.0: config/cache.py L440-443 (metrics_info)",
                     "first-hand v0.32.0: kv_cache_size_tokens equals the log line",
+                    "v0.32.0: config/cache.py L227, L231 (the two capacity fields)",
                 ),
                 "kv_cache_size_tokens is the group-aware token capacity of one DP engine "
                 "(label engine), the same figure as the log line",
@@ -515,6 +516,7 @@ def _capacity() -> list[tuple[Question, tuple[Law, ...]]]:
             span=span("0.32.0", _NEWEST),
             sources=(
                 "first-hand v0.32.0: kv_cache_utils.py:2327 one line",
+                "v0.32.0: v1/core/kv_cache_utils.py L2317-2334 (update_kv_cache_capacity)",
                 "v0.33.0: v1/core/kv_cache_utils.py L1147",
             ),
             format=CapacityLogFormat.ONE_LINE,
