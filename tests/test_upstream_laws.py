@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 import subprocess
 import sys
 
@@ -13,6 +14,7 @@ from packaging.version import Version
 from vllm_evidence.upstream import (
     LAW_TABLE,
     READ_RELEASES,
+    CacheConfigLabelsLaw,
     CapacityAuthority,
     CapacityLaw,
     CapacitySource,
@@ -30,6 +32,8 @@ from vllm_evidence.upstream import (
     laws_for,
     parse_release,
 )
+from vllm_evidence.upstream.laws import CACHE_CONFIG_LABELS_KEY as _CACHE_KEY
+from vllm_evidence.upstream.laws import law_json
 
 READ = [r.version for r in READ_RELEASES]
 
@@ -220,3 +224,64 @@ def test_cli_bad_input_is_one_line_exit_2(bad: list[str]) -> None:
     assert out.stdout == ""
     assert len(out.stderr.strip().splitlines()) == 1, out.stderr
     assert "Traceback" not in out.stderr
+
+
+# --- vllm:cache_config_info labels ---------------------------------------------------
+
+
+def _cache_labels(version: str) -> frozenset[str]:
+    law = _laws(version).cache_config_labels()
+    assert isinstance(law, CacheConfigLabelsLaw), law.statement
+    return law.labels
+
+
+def _capture_labels() -> frozenset[str]:
+    from tests._paths import real_body
+
+    line = next(
+        line
+        for line in real_body("metrics").decode().splitlines()
+        if line.startswith("vllm:cache_config_info{")
+    )
+    return frozenset(re.findall(r'([A-Za-z_][A-Za-z0-9_]*)="', line))
+
+
+def test_the_0_32_0_label_set_is_the_real_captures() -> None:
+    assert _cache_labels("0.32.0") == _capture_labels()
+    assert len(_cache_labels("0.32.0")) == 37
+
+
+def test_cache_config_labels_by_release() -> None:
+    # hand-written from reference §3a, not from the table
+    assert "engine" not in _cache_labels("0.6.6.post1")
+    assert "swap_space_bytes" in _cache_labels("0.6.6.post1")
+    assert "engine" not in _cache_labels("0.8.5")
+    assert "engine" in _cache_labels("0.9.2")
+    assert _cache_labels("0.10.2") == _cache_labels("0.11.0")
+    assert "swap_space_bytes" not in _cache_labels("0.13.0")
+    assert "cpu_offload_gb" not in _cache_labels("0.20.0")
+    assert "kv_cache_size_tokens" not in _cache_labels("0.20.0")
+    assert {"kv_cache_size_tokens", "kv_cache_max_concurrency"} <= _cache_labels("0.27.0")
+    assert "hash_block_size" not in _cache_labels("0.27.0")
+    assert _cache_labels("0.33.0") - _cache_labels("0.32.0") == {"simple_cpu_offload_num_blocks"}
+    assert _cache_labels("0.32.0") - _cache_labels("0.33.0") == set()
+
+
+def test_cache_config_labels_are_not_borrowed_between_read_releases() -> None:
+    for between in ("0.7.0", "0.10.0", "0.12.0", "0.25.0", "0.30.0"):
+        assert isinstance(_laws(between).cache_config_labels(), LawNotEstablished), between
+
+
+def test_adjacent_label_laws_differ() -> None:
+    """One span per identical set: two neighbouring laws never carry the same labels."""
+    (_, laws) = next((q, laws) for q, laws in LAW_TABLE if q.key == _CACHE_KEY)
+    labels = [law.labels for law in laws if isinstance(law, CacheConfigLabelsLaw)]
+    assert len(labels) == len(laws) == 9
+    assert all(a != b for a, b in itertools.pairwise(labels))
+
+
+def test_cache_config_labels_json() -> None:
+    doc = law_json(_laws("0.32.0").cache_config_labels())
+    assert doc["question"] == _CACHE_KEY
+    assert doc["labels"] == sorted(_capture_labels())
+    assert law_json(_laws("0.30.0").cache_config_labels())["established"] is False

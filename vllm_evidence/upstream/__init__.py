@@ -16,6 +16,7 @@ from __future__ import annotations
 from packaging.version import Version
 
 from vllm_evidence.upstream.laws import (
+    CacheConfigLabelsLaw,
     CapacityAuthority,
     CapacityLaw,
     CapacityLogFormat,
@@ -55,6 +56,7 @@ __all__ = [
     "PROBE_ROUTES",
     "QUESTIONS",
     "READ_RELEASES",
+    "CacheConfigLabelsLaw",
     "CapacityAuthority",
     "CapacityLaw",
     "CapacityLogFormat",

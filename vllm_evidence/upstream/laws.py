@@ -21,6 +21,7 @@ from vllm_evidence.upstream.releases import KNOWN_SPAN, ReleaseSpan
 from vllm_evidence.upstream.routes import ParallelEvidenceKind, Route
 
 __all__ = [
+    "CacheConfigLabelsLaw",
     "CapacityAuthority",
     "CapacityLaw",
     "CapacityLogFormat",
@@ -216,6 +217,31 @@ class CapacityLogFormatLaw(Sealed):
 
 @final
 @attrs.frozen(init=False)
+class CacheConfigLabelsLaw(Sealed):
+    """The label names of ``vllm:cache_config_info`` in a release.
+
+    The labels are every key of ``CacheConfig.__dict__`` (``metrics_info``), plus
+    ``engine`` from 0.9.2 on; a label-set difference between two read releases is a
+    change point, so each span covers releases with the identical set.
+    """
+
+    __public_constructor__ = "vllm_evidence.upstream.laws_for()"
+
+    question: Question
+    span: ReleaseSpan
+    sources: tuple[str, ...]
+    labels: frozenset[str]
+
+    @property
+    def statement(self) -> str:
+        """The law in one sentence."""
+        return f"vllm:cache_config_info has {len(self.labels)} labels: " + ", ".join(
+            sorted(self.labels)
+        )
+
+
+@final
+@attrs.frozen(init=False)
 class HealthLaw(Sealed):
     """What a 200 from ``/health`` covers under one executor backend."""
 
@@ -276,6 +302,7 @@ Law: TypeAlias = (
     | ParallelEvidenceLaw
     | CapacityLaw
     | CapacityLogFormatLaw
+    | CacheConfigLabelsLaw
     | HealthLaw
     | HealthFailureLaw
     | IncarnationMarkerLaw
@@ -369,6 +396,12 @@ class ReleaseLaws(Sealed):
         assert isinstance(answer, CapacityLogFormatLaw | LawNotEstablished)  # noqa: S101
         return answer
 
+    def cache_config_labels(self) -> CacheConfigLabelsLaw | LawNotEstablished:
+        """The label names of ``vllm:cache_config_info`` in this release."""
+        answer = self.answer(CACHE_CONFIG_LABELS_KEY)
+        assert isinstance(answer, CacheConfigLabelsLaw | LawNotEstablished)  # noqa: S101
+        return answer
+
     def health(self, backend: ExecutorBackend) -> HealthLaw | LawNotEstablished:
         """What ``/health`` covers under ``backend`` in this release."""
         answer = self.answer(health_key(backend))
@@ -414,6 +447,7 @@ def health_key(backend: ExecutorBackend) -> str:
 
 
 CAPACITY_LOG_FORMAT_KEY = "capacity.log_format"
+CACHE_CONFIG_LABELS_KEY = "metrics.cache_config_info.labels"
 MODEL_CARD_KEY = "identity.model_card"
 HEALTH_FAILURE_KEY = "health.failure_status"
 INCARNATION_MARKER_KEY = "incarnation.process_start_time_seconds"
@@ -485,6 +519,8 @@ def law_json(law: Law | LawNotEstablished) -> dict[str, object]:
             doc |= {"source": law.source.value, "authority": law.authority.value}
         case CapacityLogFormatLaw():
             doc |= {"format": law.format.value}
+        case CacheConfigLabelsLaw():
+            doc |= {"labels": sorted(law.labels)}
         case HealthLaw():
             doc |= {"backend": law.backend.value, "coverage": law.coverage.value}
         case HealthFailureLaw():

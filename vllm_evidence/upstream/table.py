@@ -14,10 +14,12 @@ from __future__ import annotations
 
 from vllm_evidence._seal import minter
 from vllm_evidence.upstream.laws import (
+    CACHE_CONFIG_LABELS_KEY,
     CAPACITY_LOG_FORMAT_KEY,
     HEALTH_FAILURE_KEY,
     INCARNATION_MARKER_KEY,
     MODEL_CARD_KEY,
+    CacheConfigLabelsLaw,
     CapacityAuthority,
     CapacityLaw,
     CapacityLogFormat,
@@ -54,6 +56,7 @@ _health_law = minter(HealthLaw, HealthLaw.__attrs_init__)
 _failure_law = minter(HealthFailureLaw, HealthFailureLaw.__attrs_init__)
 _card_law = minter(ModelCardLaw, ModelCardLaw.__attrs_init__)
 _marker_law = minter(IncarnationMarkerLaw, IncarnationMarkerLaw.__attrs_init__)
+_labels_law = minter(CacheConfigLabelsLaw, CacheConfigLabelsLaw.__attrs_init__)
 
 _OLDEST = "0.6.6.post1"
 _NEWEST = "0.33.0"
@@ -460,6 +463,7 @@ def _capacity() -> list[tuple[Question, tuple[Law, ...]]]:
                     "v0.33.0: v1/engine/core_client.py L851-890 (first non-None, not summed)",
                     "v0.33.0: config/cache.py L440-443 (metrics_info)",
                     "first-hand v0.32.0: kv_cache_size_tokens equals the log line",
+                    "v0.32.0: config/cache.py L227, L231 (the two capacity fields)",
                 ),
                 "kv_cache_size_tokens is the group-aware token capacity of one DP engine "
                 "(label engine), the same figure as the log line",
@@ -512,6 +516,7 @@ def _capacity() -> list[tuple[Question, tuple[Law, ...]]]:
             span=span("0.32.0", _NEWEST),
             sources=(
                 "first-hand v0.32.0: kv_cache_utils.py:2327 one line",
+                "v0.32.0: v1/core/kv_cache_utils.py L2317-2334 (update_kv_cache_capacity)",
                 "v0.33.0: v1/core/kv_cache_utils.py L1147",
             ),
             format=CapacityLogFormat.ONE_LINE,
@@ -757,9 +762,143 @@ def _marker() -> list[tuple[Question, tuple[Law, ...]]]:
     return [(_MARKER_QUESTION, laws)]
 
 
+# --- vllm:cache_config_info labels ------------------------------------------------
+
+_LABELS_QUESTION = question(
+    CACHE_CONFIG_LABELS_KEY, "Which labels does vllm:cache_config_info carry?"
+)
+
+
+def _labels(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_LABELS_0_6_6 = _labels(
+    """block_size gpu_memory_utilization swap_space_bytes num_gpu_blocks_override
+    cache_dtype is_attention_free sliding_window enable_prefix_caching cpu_offload_gb
+    num_gpu_blocks num_cpu_blocks"""
+)
+_LABELS_0_8_5 = _labels(
+    """block_size gpu_memory_utilization swap_space cache_dtype is_attention_free
+    num_gpu_blocks_override sliding_window enable_prefix_caching prefix_caching_hash_algo
+    cpu_offload_gb calculate_kv_scales num_gpu_blocks num_cpu_blocks swap_space_bytes"""
+)
+_LABELS_0_9_2 = _LABELS_0_8_5 | _labels("cpu_kvcache_space_bytes engine")
+_LABELS_0_10_2 = _LABELS_0_9_2 | _labels(
+    """mamba_page_size_padded mamba_cache_dtype mamba_ssm_cache_dtype
+    kv_sharing_fast_prefill kv_cache_memory_bytes"""
+)
+_LABELS_0_13_0 = _labels(
+    """block_size gpu_memory_utilization swap_space cache_dtype is_attention_free
+    num_gpu_blocks_override sliding_window enable_prefix_caching prefix_caching_hash_algo
+    cpu_offload_gb calculate_kv_scales cpu_kvcache_space_bytes mamba_page_size_padded
+    mamba_block_size mamba_cache_dtype mamba_ssm_cache_dtype num_gpu_blocks num_cpu_blocks
+    kv_sharing_fast_prefill kv_cache_memory_bytes kv_offloading_size kv_offloading_backend
+    engine"""
+)
+_LABELS_0_20_0 = _labels(
+    """block_size user_specified_block_size user_specified_mamba_block_size hash_block_size
+    gpu_memory_utilization cache_dtype is_attention_free num_gpu_blocks_override
+    sliding_window enable_prefix_caching prefix_caching_hash_algo calculate_kv_scales
+    kv_cache_dtype_skip_layers mamba_page_size_padded mamba_block_size mamba_cache_dtype
+    mamba_ssm_cache_dtype mamba_cache_mode num_gpu_blocks num_cpu_blocks
+    kv_sharing_fast_prefill kv_cache_memory_bytes kv_offloading_size kv_offloading_backend
+    _block_size_resolved engine"""
+)
+_LABELS_0_27_0 = (_LABELS_0_20_0 - {"hash_block_size"}) | _labels(
+    """prefix_match_unit skip_page_size_padded replayssm_buffer_len use_replayssm
+    kv_cache_size_tokens kv_cache_max_concurrency"""
+)
+# Written out by hand from the real capture's /metrics body (CPU, TP=1).
+_LABELS_0_32_0 = _labels(
+    """_block_size_resolved block_size cache_dtype cache_hit_alignment_tokens
+    effective_attention_block_size enable_mamba_shared_prefix_checkpoint
+    enable_prefix_caching engine gpu_memory_utilization hash_block_size is_attention_free
+    kv_cache_dtype_skip_layers kv_cache_layout kv_cache_max_concurrency
+    kv_cache_memory_bytes kv_cache_size_tokens kv_offloading_backend kv_offloading_size
+    kv_sharing_fast_prefill mamba_block_size mamba_cache_dtype mamba_cache_mode
+    mamba_page_size_padded mamba_ssm_cache_dtype num_cpu_blocks num_gpu_blocks
+    num_gpu_blocks_override prefix_cache_retention_interval prefix_caching_hash_algo
+    prefix_match_unit replayssm_buffer_len skip_page_size_padded sliding_window
+    swa_bounded_replay use_kda_recoverssm use_replayssm user_specified_block_size"""
+)
+_LABELS_0_33_0 = _labels(
+    """block_size user_specified_block_size kv_cache_layout prefix_match_unit
+    gpu_memory_utilization cache_dtype is_attention_free num_gpu_blocks_override
+    sliding_window enable_prefix_caching prefix_caching_hash_algo
+    prefix_cache_retention_interval kv_cache_dtype_skip_layers mamba_page_size_padded
+    skip_page_size_padded mamba_block_size mamba_cache_dtype mamba_ssm_cache_dtype
+    mamba_cache_mode enable_mamba_shared_prefix_checkpoint replayssm_buffer_len
+    use_replayssm use_kda_recoverssm num_gpu_blocks num_cpu_blocks
+    simple_cpu_offload_num_blocks effective_attention_block_size kv_cache_size_tokens
+    kv_cache_max_concurrency hash_block_size cache_hit_alignment_tokens
+    kv_sharing_fast_prefill swa_bounded_replay kv_cache_memory_bytes kv_offloading_size
+    kv_offloading_backend _block_size_resolved engine"""
+)
+
+
+def _cache_config_labels() -> list[tuple[Question, tuple[Law, ...]]]:
+    def law(first: str, last: str, labels: frozenset[str], *sources: str) -> Law:
+        return _labels_law(
+            question=_LABELS_QUESTION, span=span(first, last), sources=sources, labels=labels
+        )
+
+    fields = "config/cache.py CacheConfig fields and __post_init__ attributes"
+    laws: tuple[Law, ...] = (
+        law(
+            _OLDEST,
+            _OLDEST,
+            _LABELS_0_6_6,
+            "v0.6.6.post1: config.py ~L998 (metrics_info: every __dict__ key)",
+            "v0.6.6.post1: engine/metrics.py L702-713 (no engine label)",
+        ),
+        law(
+            "0.8.5",
+            "0.8.5",
+            _LABELS_0_8_5,
+            f"v0.8.5: {fields}",
+            "v0.8.5: v1/metrics/loggers.py L348-366 (no engine label)",
+        ),
+        law(
+            "0.9.2",
+            "0.9.2",
+            _LABELS_0_9_2,
+            f"v0.9.2: {fields}",
+            "v0.9.2: async_llm.py L131-133 (log_engine_initialized; engine label)",
+        ),
+        law("0.10.2", "0.11.0", _LABELS_0_10_2, f"v0.10.2: {fields}", f"v0.11.0: {fields}"),
+        law("0.13.0", "0.13.0", _LABELS_0_13_0, f"v0.13.0: {fields}"),
+        law("0.20.0", "0.20.0", _LABELS_0_20_0, f"v0.20.0: {fields}"),
+        law("0.27.0", "0.27.0", _LABELS_0_27_0, f"v0.27.0: {fields}"),
+        law(
+            "0.32.0",
+            "0.32.0",
+            _LABELS_0_32_0,
+            "first-hand v0.32.0: vllm:cache_config_info labels on /metrics (CPU, TP=1)",
+            "v0.32.0: config/cache.py L322-325 (metrics_info: every __dict__ key)",
+            "v0.32.0: v1/metrics/loggers.py L1114-1136 (engine label added)",
+        ),
+        law(
+            _NEWEST,
+            _NEWEST,
+            _LABELS_0_33_0,
+            f"v0.33.0: {fields}",
+            "v0.33.0: config/cache.py L440-443 (metrics_info)",
+            "v0.33.0: v1/metrics/loggers.py L1114-1136 (engine label added)",
+        ),
+    )
+    return [(_LABELS_QUESTION, laws)]
+
+
 #: Every question, with the laws answering it (spans never overlap within a question).
 LAW_TABLE: tuple[tuple[Question, tuple[Law, ...]], ...] = tuple(
-    _routes() + _parallel() + _identity() + _capacity() + _health() + _marker()
+    _routes()
+    + _parallel()
+    + _identity()
+    + _capacity()
+    + _cache_config_labels()
+    + _health()
+    + _marker()
 )
 
 #: Every question the table answers, by key.

@@ -1,0 +1,1 @@
+from vllm.config.cache import CacheConfig as CacheConfig

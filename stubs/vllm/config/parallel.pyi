@@ -1,0 +1,3 @@
+from typing import Literal, TypeAlias
+
+DistributedExecutorBackend: TypeAlias = Literal["ray", "mp", "uni", "external_launcher"]
