@@ -11,7 +11,7 @@ release, each with its law or a :class:`LawNotEstablished`.
 from __future__ import annotations
 
 import enum
-from typing import TypeAlias, assert_never, final
+from typing import TypeAlias, TypeVar, assert_never, final
 
 import attrs
 from packaging.version import Version
@@ -309,6 +309,9 @@ Law: TypeAlias = (
 )
 
 
+L = TypeVar("L", bound=Sealed)
+
+
 @final
 @attrs.frozen(init=False)
 class LawNotEstablished(Sealed):
@@ -366,59 +369,49 @@ class ReleaseLaws(Sealed):
                 return answer
         raise KeyError(key)
 
+    def _typed(self, key: str, kind: type[L]) -> L | LawNotEstablished:
+        """The answer to ``key``, which the table guarantees is a ``kind`` law or none."""
+        answer = self.answer(key)
+        if isinstance(answer, kind | LawNotEstablished):
+            return answer
+        msg = f"law table invariant: {key} is answered by a {type(answer).__name__}"
+        raise AssertionError(msg)  # pragma: no cover - tests check the table's shape
+
     def route(self, route: Route) -> RouteLaw | LawNotEstablished:
         """How ``route`` is registered in this release."""
-        answer = self.answer(route_key(route))
-        assert isinstance(answer, RouteLaw | LawNotEstablished)  # noqa: S101  # table invariant
-        return answer
+        return self._typed(route_key(route), RouteLaw)
 
     def parallel_evidence(self, route: Route) -> ParallelEvidenceLaw | LawNotEstablished:
         """What ``route`` can establish about the parallel layout in this release."""
-        answer = self.answer(parallel_key(route))
-        assert isinstance(answer, ParallelEvidenceLaw | LawNotEstablished)  # noqa: S101
-        return answer
+        return self._typed(parallel_key(route), ParallelEvidenceLaw)
 
     def model_card(self) -> ModelCardLaw | LawNotEstablished:
         """What a ``/v1/models`` card's ``id`` and ``root`` are in this release."""
-        answer = self.answer(MODEL_CARD_KEY)
-        assert isinstance(answer, ModelCardLaw | LawNotEstablished)  # noqa: S101
-        return answer
+        return self._typed(MODEL_CARD_KEY, ModelCardLaw)
 
     def capacity(self, source: CapacitySource) -> CapacityLaw | LawNotEstablished:
         """How authoritative ``source`` is in this release."""
-        answer = self.answer(capacity_key(source))
-        assert isinstance(answer, CapacityLaw | LawNotEstablished)  # noqa: S101
-        return answer
+        return self._typed(capacity_key(source), CapacityLaw)
 
     def capacity_log_format(self) -> CapacityLogFormatLaw | LawNotEstablished:
         """The shape of the V1 capacity line(s) in this release."""
-        answer = self.answer(CAPACITY_LOG_FORMAT_KEY)
-        assert isinstance(answer, CapacityLogFormatLaw | LawNotEstablished)  # noqa: S101
-        return answer
+        return self._typed(CAPACITY_LOG_FORMAT_KEY, CapacityLogFormatLaw)
 
     def cache_config_labels(self) -> CacheConfigLabelsLaw | LawNotEstablished:
         """The label names of ``vllm:cache_config_info`` in this release."""
-        answer = self.answer(CACHE_CONFIG_LABELS_KEY)
-        assert isinstance(answer, CacheConfigLabelsLaw | LawNotEstablished)  # noqa: S101
-        return answer
+        return self._typed(CACHE_CONFIG_LABELS_KEY, CacheConfigLabelsLaw)
 
     def health(self, backend: ExecutorBackend) -> HealthLaw | LawNotEstablished:
         """What ``/health`` covers under ``backend`` in this release."""
-        answer = self.answer(health_key(backend))
-        assert isinstance(answer, HealthLaw | LawNotEstablished)  # noqa: S101
-        return answer
+        return self._typed(health_key(backend), HealthLaw)
 
     def health_failure(self) -> HealthFailureLaw | LawNotEstablished:
         """The status ``/health`` answers once the engine is dead."""
-        answer = self.answer(HEALTH_FAILURE_KEY)
-        assert isinstance(answer, HealthFailureLaw | LawNotEstablished)  # noqa: S101
-        return answer
+        return self._typed(HEALTH_FAILURE_KEY, HealthFailureLaw)
 
     def incarnation_marker(self) -> IncarnationMarkerLaw | LawNotEstablished:
         """When ``process_start_time_seconds`` is on ``/metrics``."""
-        answer = self.answer(INCARNATION_MARKER_KEY)
-        assert isinstance(answer, IncarnationMarkerLaw | LawNotEstablished)  # noqa: S101
-        return answer
+        return self._typed(INCARNATION_MARKER_KEY, IncarnationMarkerLaw)
 
 
 _mint_release_laws = minter(ReleaseLaws, ReleaseLaws.__attrs_init__)
