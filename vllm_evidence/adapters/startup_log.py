@@ -692,6 +692,7 @@ KEYWORDS: tuple[str, ...] = (
     " blocks: ",
     "version",
     "non-default args",
+    "args: Namespace(",
     "Initializing",
     "world size",
     "world_size=",
@@ -721,6 +722,12 @@ _BANNER_RE = re.compile(r"[\s█▄▀]*[█▄▀][\s█▄▀]*version (?P<v>[
 _API_VERSION_RE = re.compile(r"vLLM API server version (?P<v>[0-9]\S*)\s*$")
 _SERVER_VERSION_RE = re.compile(r"vLLM server version (?P<v>[0-9]\S*), serving model ")
 _ARGS_RE = re.compile(r"non-default args: (?P<d>\{.*\})\s*$")
+#: Before the ``non-default args`` line (0.6.x, 0.7.x) the API server logged every
+#: argument: ``args: Namespace(host=None, port=8000, model='m', block_size=16, …)``.
+_NAMESPACE_RE = re.compile(r"args: Namespace\((?P<d>.*)\)\s*$")
+#: Argument names whose values are secrets: never kept, never printed.
+_SECRET_ARG_RE = re.compile(r"key|token|secret|password|credential", re.IGNORECASE)
+REDACTED = "'***'"
 _ENGINE_RE = re.compile(
     r"Initializing a(?P<v1> V1)?n? LLM engine \(v(?P<v>[^)\s]+)\) with config: (?P<cfg>.*)$"
 )
@@ -817,7 +824,7 @@ def parse_logical_line(text: str, line: int) -> list[Observation]:
         out.extend(_rank(msg, h, line))
     elif msg.startswith("Initializing"):
         out.extend(_engine(msg, line, proc))
-    elif msg.startswith("non-default args"):
+    elif msg.startswith(("non-default args", "args: Namespace(")):
         out.extend(_args(msg, line, proc))
     elif "version" in msg:
         for regex, source in (
@@ -926,11 +933,23 @@ def _engine(msg: str, line: int, proc: ProcessTag | None) -> list[Observation]:
     return out
 
 
+def _redact(args: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    """Replace every secret-named argument's value (an API key, a hub token) by ``'***'``."""
+    return tuple(
+        (k, REDACTED if _SECRET_ARG_RE.search(k) and v not in ("None", "[]", "''") else v)
+        for k, v in args
+    )
+
+
 def _args(msg: str, line: int, proc: ProcessTag | None) -> list[Observation]:
     m = _ARGS_RE.match(msg)
-    if m is None:
-        return []
-    args = parse_dict_text(m["d"])
+    if m is not None:
+        args = _redact(parse_dict_text(m["d"]))
+    else:
+        namespace = _NAMESPACE_RE.match(msg)
+        if namespace is None:
+            return []
+        args = _redact(parse_config_text(namespace["d"]))
     get = dict(args).get
     served = get("served_model_name")
     out: list[Observation] = [
