@@ -351,3 +351,9 @@ def test_demo_tp2_scenarios(scenario: str, tp: int, models_outcome: str) -> None
     assert parallel["present_ranks"] == [0, 1]
     assert doc["front_door"]["routes"]["v1_models"]["outcome"] == models_outcome
     assert doc["decisions"]["capacity"]["engines"][0]["tokens"] == 8388608
+
+
+def test_probe_launch_index_out_of_range_is_one_line() -> None:
+    with serve_capture(REAL) as door:
+        out = _run("probe", door.url, "--startup-log", str(REAL / "startup.log"), "--launch", "3")
+    assert "launch must be 0..0, got 3" in _one_line_error(out)

@@ -53,6 +53,9 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("urls", nargs="+", metavar="URL", help="a vLLM server's base URL")
     parser.add_argument("--startup-log", metavar="FILE", help="the server's startup log")
+    parser.add_argument(
+        "--launch", type=int, metavar="N", help="which launch of the log (default: the last)"
+    )
     key = parser.add_mutually_exclusive_group()
     key.add_argument("--api-key-env", metavar="VAR", help="read the API key from $VAR")
     key.add_argument("--api-key-file", metavar="F", help="read the API key from file F")
@@ -207,7 +210,7 @@ def run(args: argparse.Namespace) -> int:
             except (InputError, OSError) as exc:
                 return fail(PROG, f"--save: {_scrub(str(exc), args)}")
         try:
-            assessment = assess(readback_from_batch(batch), log)
+            assessment = assess(readback_from_batch(batch), log, launch=args.launch)
         except InputError as exc:
             return fail(PROG, str(exc))
         print_report(assessment, json_out=args.json, target=target)
