@@ -16,6 +16,7 @@ import re
 from packaging.version import Version
 
 from vllm_evidence.upstream import (
+    CacheConfigLabelsLaw,
     CapacityLaw,
     CapacityLogFormatLaw,
     HealthFailureLaw,
@@ -74,6 +75,15 @@ EXPECTED: list[tuple[str, str, str, str]] = [
     ("capacity.label_blocks_times_block_size", "0.8.5", NEW, "insufficient"),
     ("capacity.log_format", "0.8.5", "0.27.0", "two_line"),
     ("capacity.log_format", "0.32.0", NEW, "one_line"),
+    ("metrics.cache_config_info.labels", OLD, OLD, "11 labels"),
+    ("metrics.cache_config_info.labels", "0.8.5", "0.8.5", "14 labels"),
+    ("metrics.cache_config_info.labels", "0.9.2", "0.9.2", "16 labels"),
+    ("metrics.cache_config_info.labels", "0.10.2", "0.11.0", "21 labels"),
+    ("metrics.cache_config_info.labels", "0.13.0", "0.13.0", "23 labels"),
+    ("metrics.cache_config_info.labels", "0.20.0", "0.20.0", "26 labels"),
+    ("metrics.cache_config_info.labels", "0.27.0", "0.27.0", "31 labels"),
+    ("metrics.cache_config_info.labels", "0.32.0", "0.32.0", "37 labels"),
+    ("metrics.cache_config_info.labels", NEW, NEW, "38 labels"),
     ("health.mp", OLD, OLD, "worker_death_reaches"),
     ("health.mp", "0.8.5", "0.8.5", "api_server_only"),
     ("health.mp", "0.10.2", NEW, "worker_death_reaches"),
@@ -115,6 +125,7 @@ EXPECTED_KEYS = [
     "capacity.label_kv_cache_size_tokens",
     "capacity.label_blocks_times_block_size",
     "capacity.log_format",
+    "metrics.cache_config_info.labels",
     "health.mp",
     "health.ray",
     "health.uni",
@@ -147,6 +158,8 @@ def _rule(law: Law) -> str:
             return str(law.failure_status)
         case IncarnationMarkerLaw():
             return law.marker.value
+        case CacheConfigLabelsLaw():
+            return f"{len(law.labels)} labels"
 
 
 def _fresh_table() -> list[tuple[Question, tuple[Law, ...]]]:
@@ -156,6 +169,7 @@ def _fresh_table() -> list[tuple[Question, tuple[Law, ...]]]:
         + table_module._parallel()
         + table_module._identity()
         + table_module._capacity()
+        + table_module._cache_config_labels()
         + table_module._health()
         + table_module._marker()
     )
