@@ -163,16 +163,28 @@ def test_tp2_devmode_world_size_product_alone_does_not_pass_stage_one(live_root:
 
 
 def test_restart_mid_batch_join_is_refused_as_marker_changed(live_root: Path) -> None:
+    """The product's probe reads the recorded sequence: the opening /metrics from the
+    first process, every other route and the closing /metrics from the relaunched one."""
     directory = live_root / "restart-mid-batch"
-    opening = historical_bundle(
-        {Route.METRICS: (directory / "first" / "metrics.body").read_bytes()}
-    )
-    closing = historical_bundle(
-        {Route.METRICS: (directory / "second" / "metrics.body").read_bytes()}
-    )
-    join = derive_join(opening.metrics, closing.metrics)
-    assert isinstance(join, JoinRefused), join
-    assert join.reason is JoinRefusal.MARKER_CHANGED
+    first = (directory / "first" / "metrics.body").read_bytes()
+    second = (directory / "second" / "metrics.body").read_bytes()
+    with serve_capture(directory / "second", metrics_sequence=[first, second]) as door:
+        readback = readback_from_batch(probe_sync(door.url))
+    assert isinstance(readback.join, JoinRefused), readback.join
+    assert readback.join.reason is JoinRefusal.MARKER_CHANGED
+    assessment = assess(readback)
+    assert assessment.front_door_join.reason.value == "marker_changed"
+    # The same bytes through the bracket logic directly agree.
+    opening = historical_bundle({Route.METRICS: first})
+    closing = historical_bundle({Route.METRICS: second})
+    direct = derive_join(opening.metrics, closing.metrics)
+    assert isinstance(direct, JoinRefused)
+    assert direct.reason is JoinRefusal.MARKER_CHANGED
+
+
+def test_the_relaunched_server_alone_joins(live_root: Path) -> None:
+    readback = _probe(live_root / "restart-mid-batch" / "second")
+    assert isinstance(assess(readback).front_door_join, JoinedIncarnation)
 
 
 @pytest.mark.parametrize("half", ["first", "second"])

@@ -25,7 +25,7 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -180,8 +180,10 @@ class StubFrontDoor:
         faults: Mapping[Route, Fault],
         api_key: str | None,
         restart_after_metrics_reads: int | None,
+        metrics_sequence: Sequence[bytes] = (),
     ) -> None:
         self._served = {r: _read_served(directory, r) for r in Route}
+        self._sequence = tuple(metrics_sequence)
         self._faults = dict(faults)
         self._api_key = api_key
         self._restart_after = restart_after_metrics_reads
@@ -271,6 +273,8 @@ class StubFrontDoor:
             self._metrics_reads += 1
             reads = self._metrics_reads
             restarts = self._restarts
+        if self._sequence:
+            body = self._sequence[min(reads, len(self._sequence)) - 1]
         if self._restart_after is not None and reads > self._restart_after:
             restarts += 1
         if restarts == 0:
@@ -359,6 +363,7 @@ def serve_capture(
     faults: Mapping[Route, Fault] | None = None,
     api_key: str | None = None,
     restart_after_metrics_reads: int | None = None,
+    metrics_sequence: Sequence[bytes] = (),
 ) -> Iterator[StubFrontDoor]:
     """Serve ``directory`` on a free port of 127.0.0.1 until the context closes.
 
@@ -366,9 +371,13 @@ def serve_capture(
     ``/v1/models`` answer 401 without ``Authorization: Bearer <key>`` (as vLLM does).
     ``restart_after_metrics_reads=N`` serves a later ``process_start_time_seconds`` on
     every ``/metrics`` read after the N-th: a restart (see also
-    :meth:`StubFrontDoor.restart`).
+    :meth:`StubFrontDoor.restart`).  ``metrics_sequence`` replays recorded ``/metrics``
+    bodies in order — the N-th read gets the N-th body, later reads the last — e.g. the
+    two reads of a real server restarted between them.
     """
-    door = StubFrontDoor(Path(directory), faults or {}, api_key, restart_after_metrics_reads)
+    door = StubFrontDoor(
+        Path(directory), faults or {}, api_key, restart_after_metrics_reads, metrics_sequence
+    )
     door._start()
     try:
         yield door
