@@ -46,6 +46,8 @@ __all__ = [
 _PLAIN_INT = re.compile(r"[0-9]+")
 _GROUPED_INT = re.compile(r"[0-9]{1,3}(?:,[0-9]{3})+")
 _DECIMAL = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+#: A longer integer is no count vLLM prints (2**64 has 20 digits; 40 allows separators).
+_MAX_DIGITS = 40
 _NON_FINITE = re.compile(r"[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
 
 
@@ -59,6 +61,8 @@ class ParseFailureReason(enum.Enum):
     NEGATIVE = "negative"
     NOT_FINITE = "not_finite"
     FINER_THAN_UNIT = "finer_than_unit"
+    OUT_OF_RANGE = "out_of_range"
+    """More digits than any count vLLM prints (and than Python's ``int()`` will read)."""
     SEPARATORS_NOT_ALLOWED = "separators_not_allowed"
     MALFORMED_SEPARATORS = "malformed_separators"
 
@@ -97,6 +101,10 @@ def _parse_int(measure: str, text: object, *, thousands: bool) -> int | MeasureP
         return _fail(measure, text, ParseFailureReason.NOT_TEXT)
     if text == "":
         return _fail(measure, text, ParseFailureReason.EMPTY)
+    if len(text) > _MAX_DIGITS:
+        if _PLAIN_INT.fullmatch(text) or _GROUPED_INT.fullmatch(text):
+            return _fail(measure, text[:40] + "...", ParseFailureReason.OUT_OF_RANGE)
+        return _fail(measure, text[:40] + "...", ParseFailureReason.NOT_A_NUMBER)
     if _PLAIN_INT.fullmatch(text):
         return int(text)
     if "," in text:
@@ -125,6 +133,8 @@ def _parse_decimal(measure: str, text: object, *, signed: bool) -> Decimal | Mea
         return _fail(measure, text, ParseFailureReason.EMPTY)
     if _NON_FINITE.fullmatch(text):
         return _fail(measure, text, ParseFailureReason.NOT_FINITE)
+    if len(text) > _MAX_DIGITS:
+        return _fail(measure, text[:40] + "...", ParseFailureReason.OUT_OF_RANGE)
     body = text
     negative = False
     if signed and text.startswith("-"):

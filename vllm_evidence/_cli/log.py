@@ -50,7 +50,7 @@ def _run(args: argparse.Namespace) -> int:
 
     wrap: Any = args.wrap_width
     if wrap not in ("auto", "off"):
-        if not str(wrap).isdigit() or int(wrap) < 1:
+        if not (str(wrap).isascii() and str(wrap).isdigit()) or len(str(wrap)) > 6 or int(wrap) < 1:
             sys.stderr.write(
                 f"vllm-evidence log: --wrap-width must be auto, off or N, got {wrap!r}\n"
             )

@@ -92,9 +92,12 @@ def _api_key(args: argparse.Namespace) -> str | None:
         except (OSError, UnicodeDecodeError) as exc:
             msg = f"--api-key-file: cannot read {args.api_key_file}: {type(exc).__name__}"
             raise InputError(msg) from None
-        lines = text.strip().splitlines()
-        if not lines or not lines[0].strip():
+        lines = [line for line in text.strip().splitlines() if line.strip()]
+        if not lines:
             msg = f"--api-key-file: {args.api_key_file} is empty"
+            raise InputError(msg)
+        if len(lines) > 1:
+            msg = f"--api-key-file: {args.api_key_file} must hold one key on one line"
             raise InputError(msg)
         return lines[0].strip()
     return None

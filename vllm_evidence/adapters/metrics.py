@@ -276,6 +276,10 @@ class MetricsObservation(Sealed):
 _mint_metrics = minter(MetricsObservation, MetricsObservation.__attrs_init__)
 
 
+#: The first line of a text exposition: a comment, or a sample (name, then labels or value).
+_EXPOSITION_START = re.compile(r"#|[a-zA-Z_:][a-zA-Z0-9_:]*[ \t{]")
+
+
 def parse_metrics(body: bytes) -> MetricsObservation | BodyParseFailure:
     """Read a Prometheus text exposition body."""
     try:
@@ -306,6 +310,10 @@ def parse_metrics(body: bytes) -> MetricsObservation | BodyParseFailure:
         start = _mint_start(seconds=starts[0])
     if not text.strip():
         return fail(Route.METRICS, "empty body")
+    first = text.lstrip().partition("\n")[0]
+    if not _EXPOSITION_START.match(first):
+        # An HTML page, JSON, or any other 200 that is not the text exposition format.
+        return fail(Route.METRICS, f"not Prometheus text exposition (begins {first[:40]!r})")
     return _mint_metrics(
         cache_config_info=tuple(series),
         process_start_time=start,

@@ -746,7 +746,7 @@ _DEV_MODE = "SECURITY WARNING: Development endpoints are enabled!"
 def _version(text: str) -> Version | None:
     try:
         return Version(text)
-    except InvalidVersion:
+    except (InvalidVersion, ValueError):  # ValueError: a number past int()'s digit limit
         return None
 
 

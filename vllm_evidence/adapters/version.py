@@ -43,6 +43,7 @@ def parse_version(body: bytes) -> SelfReportedVersion | BodyParseFailure:
         return fail(Route.VERSION, 'no "version" string in the body')
     try:
         version = Version(raw)
-    except InvalidVersion:
-        return fail(Route.VERSION, f"{raw!r} is not a PEP 440 version")
+    except (InvalidVersion, ValueError):  # ValueError: a number past int()'s digit limit
+        shown = raw if len(raw) <= 80 else raw[:77] + "..."
+        return fail(Route.VERSION, f"{shown!r} is not a PEP 440 version")
     return _mint_version(raw=raw, version=version)

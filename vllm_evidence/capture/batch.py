@@ -209,6 +209,17 @@ def mint_batch(
     if Route.METRICS in routes or len(set(routes)) != len(routes):
         msg = "a batch reads each non-bracket route at most once"
         raise ValueError(msg)
+    everything = (bracket_open, *exchanges, bracket_close)
+    if any(e.ended_monotonic_ns < e.started_monotonic_ns for e in everything):
+        msg = "an exchange cannot end before it started"
+        raise ValueError(msg)
+    if any(
+        e.started_monotonic_ns < bracket_open.ended_monotonic_ns
+        or e.ended_monotonic_ns > bracket_close.started_monotonic_ns
+        for e in exchanges
+    ):
+        msg = "every route is read between the two bracketing /metrics reads"
+        raise ValueError(msg)
     return _mint_batch(
         batch_id=batch_id,
         target=target,

@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import tempfile
 from datetime import datetime
 from pathlib import Path
@@ -232,10 +233,13 @@ def _load_manifest(directory: Path) -> CapturedReadback:
     if len(opening) != 1 or len(closing) != 1:
         msg = f"{where}: a capture has exactly one opening and one closing /metrics read"
         raise InputError(msg)
+    from vllm_evidence.capture.http import clean_target
+
     try:
         batch = mint_batch(
             batch_id=_field(manifest, "batch_id", str, where),
-            target=_field(manifest, "target", str, where),
+            # A hand-edited manifest may carry credentials: never keep or print them.
+            target=clean_target(_field(manifest, "target", str, where)),
             bracket_open=opening[0],
             exchanges=middle,
             bracket_close=closing[0],
@@ -246,6 +250,9 @@ def _load_manifest(directory: Path) -> CapturedReadback:
     return readback_from_batch(batch)
 
 
+_STATUS_RE = re.compile(r"[1-5][0-9][0-9]")
+
+
 def _status_line(path: Path) -> int | None:
     try:
         first = path.read_text(encoding="utf-8").partition("\n")[0]
@@ -253,7 +260,7 @@ def _status_line(path: Path) -> int | None:
         msg = f"{path}: unreadable headers file"
         raise InputError(msg) from exc
     parts = first.split()
-    if len(parts) >= 2 and parts[0].startswith("HTTP/") and parts[1].isdigit():
+    if len(parts) >= 2 and parts[0].startswith("HTTP/") and _STATUS_RE.fullmatch(parts[1]):
         return int(parts[1])
     msg = f"{path}: first line is not an HTTP status line"
     raise InputError(msg)

@@ -9,6 +9,7 @@ cap; the API key travels only in the ``Authorization`` header and is kept nowher
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 import uuid
 from datetime import UTC, datetime
@@ -65,9 +66,16 @@ def clean_target(url: str) -> str:
         msg = "the server URL must not carry a query or fragment"
         raise InputError(msg)
     host = f"[{parsed.host}]" if ":" in parsed.host else parsed.host
+    if parsed.port is not None and not 0 < parsed.port < 65536:
+        msg = f"the port must be 1..65535, got {parsed.port}"
+        raise InputError(msg)
     port = f":{parsed.port}" if parsed.port is not None else ""
     path = parsed.path.rstrip("/")
     return f"{parsed.scheme}://{host}{port}{path}"
+
+
+#: What a bearer token may hold on the wire: printable ASCII, no spaces or controls.
+_TOKEN_RE = re.compile(r"[\x21-\x7e]+")
 
 
 def _utc_now() -> datetime:
@@ -123,7 +131,11 @@ class RouteClient:
                         chunks: list[bytes] = []
                         size = 0
                         declared = response.headers.get("content-length", "")
-                        if declared.isdigit() and int(declared) > self._max_body_bytes:
+                        if (
+                            declared.isascii()
+                            and declared.isdigit()
+                            and (len(declared) > 15 or int(declared) > self._max_body_bytes)
+                        ):
                             transport = Transport.TOO_LARGE
                         else:
                             async for chunk in response.aiter_raw():
@@ -139,6 +151,10 @@ class RouteClient:
         except (TimeoutError, httpx.TimeoutException) as exc:
             transport, body = Transport.TIMED_OUT, None
             detail = f"no complete answer within {budget:.3g}s ({type(exc).__name__})"
+        except httpx.LocalProtocolError as exc:
+            # Raised before anything is sent; its text can quote request headers (the key).
+            transport, body = Transport.UNREACHABLE, None
+            detail = f"{type(exc).__name__} (the request could not be formed)"
         except httpx.TransportError as exc:
             transport, body = Transport.UNREACHABLE, None
             detail = f"{type(exc).__name__}: {exc}"
@@ -185,6 +201,9 @@ async def probe(
         msg = "timeout, deadline and max_body_bytes must be positive"
         raise InputError(msg)
     headers = {"Accept": "*/*", "Accept-Encoding": "identity", "User-Agent": "vllm-evidence"}
+    if api_key is not None and not _TOKEN_RE.fullmatch(api_key):
+        msg = "the API key must be printable ASCII without spaces (its value is not shown)"
+        raise InputError(msg)
     if api_key is not None:
         headers["Authorization"] = f"Bearer {api_key}"
     routes = [

@@ -505,7 +505,12 @@ class _Assembler:
 
 
 def _parse(text: str, line: int, assembler: _Assembler) -> None:
-    observations = parse_logical_line(text, line)
+    try:
+        observations = parse_logical_line(text, line)
+    except ValueError:
+        # A line that only looks like a record (e.g. a number past Python's int() digit
+        # limit) is unrecognised, like any other: skipped, never guessed at.
+        return
     if not observations:
         return
     proc: ProcessTag | None = None

@@ -126,5 +126,5 @@ def parse_release(text: str) -> Version | None:
     """
     try:
         return Version(text.strip())
-    except InvalidVersion:
+    except (InvalidVersion, ValueError):  # ValueError: a number past int()'s digit limit
         return None
