@@ -50,6 +50,7 @@ def _parallel_evidence_helps(reason: ParallelReason) -> bool:
     match reason:
         case (
             ParallelReason.CONFIGURATION_UNOBSERVED
+            | ParallelReason.FRONT_DOOR_RESTARTED
             | ParallelReason.VERSION_UNOBSERVED
             | ParallelReason.POPULATION_UNOBSERVED
             | ParallelReason.JOIN_UNESTABLISHED
@@ -85,10 +86,14 @@ def _capacity_evidence_helps(reason: CapacityReason) -> bool:
     match reason:
         case (
             CapacityReason.CAPACITY_UNOBSERVED
+            | CapacityReason.METRICS_UNPARSED
+            | CapacityReason.FRONT_DOOR_RESTARTED
+            | CapacityReason.SOURCES_CONFLICT
             | CapacityReason.VERSION_UNOBSERVED
             | CapacityReason.BLOCK_SIZE_UNOBSERVED
             | CapacityReason.INSUFFICIENT_AUTHORITY
             | CapacityReason.SOURCES_DISAGREE
+            | CapacityReason.ENGINES_MISSING
         ):
             return True
         case (

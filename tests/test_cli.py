@@ -57,6 +57,7 @@ def test_demo_json_reports_the_real_capture() -> None:
     doc = json.loads(out.stdout)
     assert doc["schema"] == "vllm-evidence.assessment/1"
     assert doc["version"] == "0.32.0"
+    assert doc["versions"] == {"front_door": "0.32.0", "startup_log": "0.32.0"}
     d = doc["decisions"]
     assert (d["parallel"]["verdict"], d["parallel"]["reason"]) == ("established", "established")
     assert d["parallel"]["tensor_parallel_size"] == 1
@@ -309,10 +310,10 @@ def test_bad_usage(argv: list[str]) -> None:
     _one_line_error(_run(*argv))
 
 
-def test_no_command_prints_help_and_exits_2() -> None:
-    out = _run()
-    assert out.returncode == 2
-    assert "probe" in out.stderr
+def test_no_command_is_one_line_and_exits_2() -> None:
+    line = _one_line_error(_run())
+    assert "a command is required" in line
+    assert "probe" in line
 
 
 def test_log_into_explain_with_a_copied_bare_directory(tmp_path: Path) -> None:

@@ -321,9 +321,15 @@ def assessment_document(assessment: Assessment) -> dict[str, Any]:
         log_doc = startup_log_document(assessment.startup_log)
         log_doc["assessed_launch"] = None if evidence.launch is None else evidence.launch.index
     version = assessment.version
+    door_version = evidence.reported_front_door_version()
+    log_version = evidence.launch_version()
     return {
         "schema": SCHEMA,
         "version": None if version is None else str(version),
+        "versions": {
+            "front_door": None if door_version is None else str(door_version),
+            "startup_log": None if log_version is None else str(log_version),
+        },
         "decisions": {
             "parallel": _parallel_json(assessment.parallel),
             "capacity": _capacity_json(assessment.capacity),

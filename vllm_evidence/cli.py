@@ -66,7 +66,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_OK
     handler = getattr(args, "handler", None)
     if handler is None:
-        parser.print_help(sys.stderr)
+        sys.stderr.write(
+            "vllm-evidence: error: a command is required "
+            "(probe, explain, demo, log, laws, audit-upstream; see --help)\n"
+        )
         return EXIT_USAGE
     try:
         status: int = handler(args)

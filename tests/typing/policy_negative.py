@@ -26,6 +26,7 @@ def forgets_ranks_missing(decision: ParallelDecision) -> str:
                 case (
                     ParallelReason.ESTABLISHED
                     | ParallelReason.CONFIGURATION_UNOBSERVED
+                    | ParallelReason.FRONT_DOOR_RESTARTED
                     | ParallelReason.VERSION_UNOBSERVED
                     | ParallelReason.VERSION_NOT_ESTABLISHED
                     | ParallelReason.CONFIGURATION_CONFLICT

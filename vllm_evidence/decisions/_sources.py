@@ -24,7 +24,7 @@ from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.adapters.models import ServedModels
 from vllm_evidence.adapters.server_info import ServerInfo
 from vllm_evidence.adapters.startup_log import ProcessTag
-from vllm_evidence.capture.batch import Outcome, Parsed
+from vllm_evidence.capture.batch import JoinRefusal, JoinRefused, Outcome, Parsed
 from vllm_evidence.capture.startup_log import Launch
 from vllm_evidence.readback import CapturedReadback, HistoricalBundle
 from vllm_evidence.upstream import ReleaseLaws, VersionNotEstablished, laws_for
@@ -101,11 +101,40 @@ class Evidence(Sealed):
     launch: Launch | None
 
     def front_door_version(self) -> Version | None:
-        """``/version`` of the readback, when parsed."""
+        """``/version`` of the readback, when parsed — and ``None`` when the server
+        restarted during the read (:meth:`front_door_restarted`): then ``/version`` may
+        belong to another process than the route it would scope."""
+        if self.front_door is None or self.front_door_restarted():
+            return None
+        return self.reported_front_door_version()
+
+    def reported_front_door_version(self) -> Version | None:
+        """``/version`` as parsed, whatever the batch's join (for comparisons only)."""
         if self.front_door is None:
             return None
         observed = parsed(self.front_door.version)
         return observed.version if observed is not None else None
+
+    def front_door_restarted(self) -> bool:
+        """Whether the bracket saw two incarnations (``process_start_time_seconds`` changed)."""
+        join = None if self.front_door is None else self.front_door.join
+        return isinstance(join, JoinRefused) and join.reason is JoinRefusal.MARKER_CHANGED
+
+    def sources_conflict(self) -> str | None:
+        """Why the log cannot describe the server behind the front door, or ``None``.
+
+        Both sources report a version and the versions differ: they are two builds, so
+        no fact of the log may be read as a fact of this front door (or combined with
+        one).  Equal versions are no join either — just no evidence against one.
+        """
+        log_version = self.launch_version()
+        door_version = self.reported_front_door_version()
+        if log_version is None or door_version is None or log_version == door_version:
+            return None
+        return (
+            f"the log's launch reports vLLM {log_version} but /version reports "
+            f"{door_version}: they are not the same server"
+        )
 
     def launch_version(self) -> Version | None:
         """The version the launch printed, when every version line agrees."""
@@ -137,6 +166,14 @@ _mint_evidence = minter(Evidence, Evidence.__attrs_init__)
 def gather(front_door: FrontDoor | None, launch: Launch | None) -> Evidence:
     """Bundle a server's sources (package-internal: :func:`vllm_evidence.assess`)."""
     return _mint_evidence(front_door=front_door, launch=launch)
+
+
+#: The detail of a front-door fact that cannot be scoped because the server restarted.
+RESTARTED = (
+    "the server restarted during the probe (process_start_time_seconds changed): "
+    "/version and the other routes may come from different processes"
+)
+RESTARTED_REMEDY = "probe again once the server is up"
 
 
 def scope(version: Version | None) -> ReleaseLaws | VersionNotEstablished | None:

@@ -27,10 +27,14 @@ from packaging.version import Version
 from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.adapters.metrics import MetricsObservation
 from vllm_evidence.adapters.startup_log import CapacityFormat, ProcessTag
+from vllm_evidence.capture.batch import NotRequested
 from vllm_evidence.capture.startup_log import Launch
 from vllm_evidence.decisions._sources import (
+    RESTARTED,
+    RESTARTED_REMEDY,
     Evidence,
     Source,
+    arm_name,
     log_source,
     parsed,
     route_source,
@@ -60,12 +64,16 @@ class CapacityReason(enum.Enum):
 
     ESTABLISHED = "established"
     CAPACITY_UNOBSERVED = "capacity_unobserved"
+    METRICS_UNPARSED = "metrics_unparsed"
+    FRONT_DOOR_RESTARTED = "front_door_restarted"
+    SOURCES_CONFLICT = "sources_conflict"
     VERSION_UNOBSERVED = "version_unobserved"
     VERSION_NOT_ESTABLISHED = "version_not_established"
     LAW_NOT_ESTABLISHED = "law_not_established"
     BLOCK_SIZE_UNOBSERVED = "block_size_unobserved"
     INSUFFICIENT_AUTHORITY = "insufficient_authority"
     SOURCES_DISAGREE = "sources_disagree"
+    ENGINES_MISSING = "engines_missing"
     NOT_GROUP_AWARE = "not_group_aware"
     PER_WORKER_BEFORE_REDUCTION = "per_worker_before_reduction"
 
@@ -150,6 +158,12 @@ _mint_reported = minter(CapacityReported, CapacityReported.__attrs_init__)
 _mint_refused = minter(CapacityRefused, CapacityRefused.__attrs_init__)
 
 
+def _failure_reason(outcome: object) -> str:
+    failure = getattr(outcome, "failure", None)
+    reason = getattr(failure, "reason", None)
+    return f" ({reason})" if isinstance(reason, str) else ""
+
+
 def _engine_of(process: ProcessTag | None) -> str:
     """DP engine index from a process tag (``EngineCore_DP1`` → ``"1"``; else ``"0"``)."""
     name = process.name if process is not None and process.name else ""
@@ -226,6 +240,23 @@ def _block_size_of(launch: Launch) -> TokenCount | None:
     return None
 
 
+def _missing_engines(
+    evidence: Evidence, figures: list[EngineCapacity], engines: tuple[EngineCapacity, ...]
+) -> list[str]:
+    """DP engines the figures' own source resolves but gives no figure for."""
+    from_log = figures[0].source_kind is CapacitySource.LOG_CAPACITY_LINE
+    size: int | None = None
+    if from_log and evidence.launch is not None and evidence.launch.engine_config is not None:
+        size = evidence.launch.engine_config.data_parallel_size
+    elif not from_log:
+        info = evidence.server_info()
+        size = None if info is None else info[0].parallel.data_parallel_size
+    if size is None:
+        return []
+    have = {e.engine for e in engines}
+    return [str(i) for i in range(size) if str(i) not in have]
+
+
 def _by_engine(figures: list[EngineCapacity]) -> dict[str, list[EngineCapacity]]:
     grouped: dict[str, list[EngineCapacity]] = {}
     for f in figures:
@@ -253,6 +284,24 @@ def decide_capacity(evidence: Evidence) -> CapacityDecision:
     """Each DP engine's KV-cache token capacity, by the release's capacity laws."""
     metrics = parsed(evidence.front_door.metrics) if evidence.front_door is not None else None
     launch = evidence.launch
+    problems: list[tuple[CapacityReason, str]] = []
+    if (
+        evidence.front_door is not None
+        and metrics is None
+        and not isinstance(evidence.front_door.metrics, NotRequested)
+    ):
+        problems.append(
+            (
+                CapacityReason.METRICS_UNPARSED,
+                f"/metrics: {arm_name(evidence.front_door.metrics)}"
+                + _failure_reason(evidence.front_door.metrics),
+            )
+        )
+    conflict = evidence.sources_conflict()
+    if conflict is not None and launch is not None:
+        # The log is another server's: none of its figures is this server's capacity.
+        problems.append((CapacityReason.SOURCES_CONFLICT, conflict))
+        launch = None
     models = evidence.models()
     base = [c for c in models.cards if c.parent is None] if models is not None else []
     max_model_len = base[0].max_model_len if len(base) == 1 else None
@@ -263,7 +312,6 @@ def decide_capacity(evidence: Evidence) -> CapacityDecision:
     fd_version = evidence.front_door_version()
     log_version = evidence.launch_version()
     seen_laws: list[CapacityLaw | LawNotEstablished] = []
-    problems: list[tuple[CapacityReason, str]] = []
 
     def judge(
         figures: Sequence[object], version: Version | None, kind: CapacitySource
@@ -271,6 +319,13 @@ def decide_capacity(evidence: Evidence) -> CapacityDecision:
         if not figures:
             return None
         law = _law(version, kind)
+        front = kind in {
+            CapacitySource.LABEL_KV_CACHE_SIZE_TOKENS,
+            CapacitySource.LABEL_BLOCKS_TIMES_BLOCK_SIZE,
+        }
+        if law == "version_unobserved" and front and evidence.front_door_restarted():
+            problems.append((CapacityReason.FRONT_DOOR_RESTARTED, RESTARTED))
+            return None
         if law == "version_unobserved":
             problems.append(
                 (CapacityReason.VERSION_UNOBSERVED, f"{kind.value} seen, but no version scopes it")
@@ -295,6 +350,19 @@ def decide_capacity(evidence: Evidence) -> CapacityDecision:
     if authoritative:
         primary, primary_law = authoritative[0]
         engines = _min_per_engine(primary)
+        missing = _missing_engines(evidence, primary, engines)
+        if missing:
+            return _mint_refused(
+                reason=CapacityReason.ENGINES_MISSING,
+                detail=(
+                    f"the same source resolves {len(missing) + len(engines)} DP engines, but "
+                    f"engine(s) {', '.join(missing)} have no capacity figure"
+                ),
+                remedy="read every DP engine (under external load balancing, each API "
+                "server reports only its own engine)",
+                engines=engines,
+                laws=(primary_law,),
+            )
         if len(authoritative) == 2:
             other, other_law = authoritative[1]
             others = _min_per_engine(other)
@@ -403,6 +471,9 @@ def decide_capacity(evidence: Evidence) -> CapacityDecision:
     order = list(CapacityReason)
     reason, detail = min(problems, key=lambda p: order.index(p[0]))
     remedies = {
+        CapacityReason.METRICS_UNPARSED: "probe again once /metrics answers in the text format",
+        CapacityReason.FRONT_DOOR_RESTARTED: RESTARTED_REMEDY,
+        CapacityReason.SOURCES_CONFLICT: "give the startup log of the serving launch",
         CapacityReason.VERSION_UNOBSERVED: "read the version from the same source",
         CapacityReason.VERSION_NOT_ESTABLISHED: "none: the release is outside the law table",
         CapacityReason.LAW_NOT_ESTABLISHED: "none: no law covers this source in this release",

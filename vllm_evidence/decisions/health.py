@@ -17,7 +17,15 @@ import attrs
 
 from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.adapters.health import HealthAnswer
-from vllm_evidence.decisions._sources import Evidence, Source, log_source, parsed, scope
+from vllm_evidence.decisions._sources import (
+    RESTARTED,
+    RESTARTED_REMEDY,
+    Evidence,
+    Source,
+    log_source,
+    parsed,
+    scope,
+)
 from vllm_evidence.upstream import (
     ExecutorBackend,
     HealthCoverage,
@@ -40,6 +48,8 @@ class HealthReason(enum.Enum):
     ESTABLISHED = "established"
     BACKEND_UNOBSERVED = "backend_unobserved"
     BACKEND_CONFLICT = "backend_conflict"
+    FRONT_DOOR_RESTARTED = "front_door_restarted"
+    SOURCES_CONFLICT = "sources_conflict"
     VERSION_UNOBSERVED = "version_unobserved"
     VERSION_NOT_ESTABLISHED = "version_not_established"
     BACKEND_UNKNOWN = "backend_unknown"
@@ -57,7 +67,8 @@ class HealthCoverageEstablished(Sealed):
     coverage: HealthCoverage
     backend_source: Source
     health_status: int | None
-    """The status ``/health`` answered in this readback, when it was read."""
+    """The status ``/health`` answered, when the backend was read from the same front
+    door (a log's backend is never paired with a front door's answer)."""
     law: HealthLaw
 
     @property
@@ -158,6 +169,19 @@ def decide_health_coverage(evidence: Evidence) -> HealthCoverageDecision:
             "check that the startup log belongs to this server",
         )
     name, source, origin = observed[0]
+    if origin == "front_door" and evidence.front_door_restarted():
+        return refuse(HealthReason.FRONT_DOOR_RESTARTED, RESTARTED, RESTARTED_REMEDY, name, source)
+    conflict = evidence.sources_conflict() if origin == "startup_log" else None
+    if conflict is not None:
+        return refuse(
+            HealthReason.SOURCES_CONFLICT,
+            conflict,
+            "give the startup log of the serving launch",
+            name,
+            source,
+        )
+    if origin == "startup_log":
+        status = None  # /health answered the front door; the backend is the log's
     version = evidence.front_door_version() if origin == "front_door" else evidence.launch_version()
     laws = scope(version)
     if laws is None:

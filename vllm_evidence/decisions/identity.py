@@ -21,6 +21,8 @@ import attrs
 
 from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.decisions._sources import (
+    RESTARTED,
+    RESTARTED_REMEDY,
     Evidence,
     Source,
     arm_name,
@@ -54,6 +56,8 @@ class IdentityReason(enum.Enum):
 
     ESTABLISHED = "established"
     MODELS_UNOBSERVED = "models_unobserved"
+    FRONT_DOOR_RESTARTED = "front_door_restarted"
+    SOURCES_CONFLICT = "sources_conflict"
     VERSION_UNOBSERVED = "version_unobserved"
     VERSION_NOT_ESTABLISHED = "version_not_established"
     CONFIGURED_PATH_UNOBSERVED = "configured_path_unobserved"
@@ -219,6 +223,16 @@ def decide_served_identity(evidence: Evidence) -> ServedIdentityDecision:
             law=law,
         )
 
+    if origin == "front_door" and evidence.front_door_restarted():
+        return refuse(IdentityReason.FRONT_DOOR_RESTARTED, RESTARTED, RESTARTED_REMEDY, None)
+    conflict = evidence.sources_conflict() if origin == "startup_log" else None
+    if conflict is not None:
+        return refuse(
+            IdentityReason.SOURCES_CONFLICT,
+            conflict,
+            "give the startup log of the serving launch, or probe /v1/models with the key",
+            None,
+        )
     laws = scope(version)
     if laws is None:
         return refuse(

@@ -26,6 +26,8 @@ from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.adapters.startup_log import RankObservation
 from vllm_evidence.capture.startup_log import Launch
 from vllm_evidence.decisions._sources import (
+    RESTARTED,
+    RESTARTED_REMEDY,
     Evidence,
     Source,
     log_source,
@@ -55,6 +57,7 @@ class ParallelReason(enum.Enum):
 
     ESTABLISHED = "established"
     CONFIGURATION_UNOBSERVED = "configuration_unobserved"
+    FRONT_DOOR_RESTARTED = "front_door_restarted"
     VERSION_UNOBSERVED = "version_unobserved"
     VERSION_NOT_ESTABLISHED = "version_not_established"
     CONFIGURATION_CONFLICT = "configuration_conflict"
@@ -349,6 +352,15 @@ def decide_parallel(evidence: Evidence) -> ParallelDecision:
             "with development mode on",
         )
     configuration = candidates[0]
+    conflict = evidence.sources_conflict() if from_log is not None else None
+    if conflict is not None:
+        return refuse(
+            ParallelReason.CONFIGURATION_CONFLICT,
+            conflict,
+            "give the startup log of the serving launch",
+        )
+    if configuration is from_http and evidence.front_door_restarted():
+        return refuse(ParallelReason.FRONT_DOOR_RESTARTED, RESTARTED, RESTARTED_REMEDY)
     origin_version = (
         evidence.launch_version() if configuration is from_log else evidence.front_door_version()
     )
@@ -383,16 +395,6 @@ def decide_parallel(evidence: Evidence) -> ParallelDecision:
                 configuration=configuration,
                 law=law,
             )
-    log_version, http_version = evidence.launch_version(), evidence.front_door_version()
-    versions_differ = None not in (log_version, http_version) and log_version != http_version
-    if len(candidates) == 2 and versions_differ:
-        return refuse(
-            ParallelReason.CONFIGURATION_CONFLICT,
-            f"the log's launch reports vLLM {log_version} but /version reports "
-            f"{http_version}: they are not the same server",
-            "give the startup log of the serving launch",
-            law=law,
-        )
     if len(candidates) == 2 and _sizes(candidates[0]) != _sizes(candidates[1]):
         a, b = candidates
         return refuse(
