@@ -72,7 +72,7 @@ def _observation_lines(doc: dict[str, Any]) -> list[str]:
         else:
             lines.append("front door: bodies supplied by a caller (no bracketed batch)")
         for stem, arm in front["routes"].items():
-            extra = ", ".join(f"{k}={v}" for k, v in arm.items() if k != "outcome")
+            extra = ", ".join(f"{k}={v}" for k, v in arm.items() if k not in ("outcome", "route"))
             lines.append(f"  {stem:<33} {arm['outcome']}" + (f" ({extra})" if extra else ""))
     log = doc["observations"]["startup_log"]
     if log is not None:
