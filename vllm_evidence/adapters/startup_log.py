@@ -97,7 +97,8 @@ _WRAPPER_RE = re.compile(
     re.VERBOSE,
 )
 _TAG_RE = re.compile(
-    r"\((?:(?P<name>[^()=]*?) )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[0-9A-Fa-f.:]+))?\)\s?"
+    # The name may hold "key=value" words: 0.8.5 tags workers "(VllmWorker rank=1 pid=N)".
+    r"\((?:(?P<name>[^()]*?) )?pid=(?P<pid>\d+)(?:, ip=(?P<ip>[0-9A-Fa-f.:]+))?\)\s?"
 )
 _LEVELS = r"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)"
 _PREFIX_RE = re.compile(
@@ -111,7 +112,7 @@ _REPEATED_RE = re.compile(
 #: prefix, or a wrapper.  Used by the capture layer to refuse joining such a line
 #: onto the line before it.
 RECORD_START_RE = re.compile(
-    r"(?:\((?:[^()=]*? )?pid=\d+"
+    r"(?:\((?:[^()]*? )?pid=\d+"
     r"|" + _LEVELS + r"(?: \d\d-\d\d |:)"
     r"|[A-Z][a-z]{2} [ 0-9]\d \d\d:\d\d:\d\d "
     r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d"
