@@ -64,3 +64,32 @@ def test_a_parenthesis_without_a_pid_is_no_tag() -> None:
     text = "(not a tag=1) INFO 04-28 10:00:00 [api_server.py:1043] vLLM API server version 0.8.5\n"
     launch = _log(text).launches[0]
     assert launch.versions == () or all(v.process is None for v in launch.versions)
+
+
+def test_a_vllm_logging_prefix_before_the_record_head_is_skipped() -> None:
+    """``VLLM_LOGGING_PREFIX`` prepends any text to every record."""
+    for prefix in ("[vllm] ", "MYPREFIX:", "gpu-7/"):
+        text = (
+            f"{prefix}INFO 11-30 04:10:58 [api_server.py:1] vLLM API server version 0.32.0\n"
+            f"{prefix}(EngineCore pid=200) INFO 11-30 04:11:21 [kv_cache_utils.py:2327] CPU KV "
+            "cache size: 4,194,304 tokens, Maximum concurrency for 2,048 tokens per request: "
+            "2048.00x\n"
+        )
+        read = _log(text)
+        assert read.wrap_width is None
+        (launch,) = read.launches
+        assert launch.version is not None
+        assert launch.version.text == "0.32.0"
+        assert [(c.tokens.value if c.tokens else None) for c in launch.capacity] == [4194304]
+        assert [c.process.pid if c.process else None for c in launch.capacity] == [200]
+
+
+def test_a_message_quoting_a_record_head_is_not_split_there() -> None:
+    """A recognised line keeps its own head even when its message quotes another."""
+    text = (
+        "(APIServer pid=1) INFO 11-30 04:10:58 [api_server.py:1] vLLM API server version 0.32.0\n"
+    )
+    (launch,) = _log(text).launches
+    assert launch.version is not None
+    assert launch.version.process is not None
+    assert launch.version.process.pid == 1

@@ -108,6 +108,15 @@ _PYLOG_RE = re.compile(_LEVELS + r":(?P<logger>vllm[\w.]*):")
 _REPEATED_RE = re.compile(
     r"\s*\[repeated (?P<n>\d+)x across cluster\](?: \(Ray deduplicates logs.*)?\s*$"
 )
+#: vLLM's record head (tags, then level and time) anywhere near the start of a line: found
+#: after a ``VLLM_LOGGING_PREFIX`` of any text.
+RECORD_HEAD_RE = re.compile(
+    r"(?:\((?:[^()]*? )?pid=\d+(?:, ip=[0-9A-Fa-f.:]+)?\)\s?)*"
+    + _LEVELS
+    + r" \d\d-\d\d \d\d:\d\d:\d\d"
+)
+_PREFIX_SEARCH = 80
+
 #: A physical line that begins a new record: a tag, a vLLM/uvicorn/Python-logging
 #: prefix, or a wrapper.  Used by the capture layer to refuse joining such a line
 #: onto the line before it.
@@ -180,6 +189,11 @@ def split_header(text: str) -> Header:
     m = _WRAPPER_RE.match(text)
     if m:
         pos = m.end()
+    elif not text.startswith("(") and _PREFIX_RE.match(text) is None:
+        # VLLM_LOGGING_PREFIX puts any text before vLLM's own record head.
+        head = RECORD_HEAD_RE.search(text, 0, _PREFIX_SEARCH)
+        if head is not None:
+            pos = head.start()
     tags: list[tuple[str | None, int, str | None]] = []
     while True:
         t = _TAG_RE.match(text, pos)

@@ -67,6 +67,7 @@ import attrs
 from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.adapters.startup_log import (
     KEYWORDS,
+    RECORD_HEAD_RE,
     RECORD_START_RE,
     AvailableMemoryObservation,
     BlocksObservation,
@@ -312,7 +313,11 @@ def _visible(raw: bytes) -> str:
 
 
 def _continues(text: str) -> bool:
-    return bool(text.strip()) and RECORD_START_RE.match(text) is None
+    return (
+        bool(text.strip())
+        and RECORD_START_RE.match(text) is None
+        and RECORD_HEAD_RE.search(text, 0, 80) is None
+    )
 
 
 def detect_wrap_width(lines: list[str]) -> int | None:
