@@ -93,3 +93,43 @@ def test_a_message_quoting_a_record_head_is_not_split_there() -> None:
     assert launch.version is not None
     assert launch.version.process is not None
     assert launch.version.process.pid == 1
+
+
+def test_docker_json_file_and_cri_records_are_unwrapped() -> None:
+    """``docker logs`` json-file lines and Kubernetes CRI lines carry vLLM's records."""
+    import json
+
+    records = [
+        "(APIServer pid=1) INFO 11-30 04:10:58 [api_server.py:1] vLLM API server version 0.32.0",
+        (
+            "(APIServer pid=1) INFO 11-30 04:10:58 [api_utils.py:286] non-default args: "
+            "{'model': '/m', 'served_model_name': ['a\"b']}"
+        ),
+        (
+            "(EngineCore pid=200) INFO 11-30 04:11:21 [kv_cache_utils.py:2327] CPU KV cache "
+            "size: 4,194,304 tokens, Maximum concurrency for 2,048 tokens per request: 2048.00x"
+        ),
+    ]
+    docker = "".join(
+        json.dumps({"log": "\x1b[1;36m" + r + "\n", "stream": "stdout", "time": "t"}) + "\n"
+        for r in records
+    )
+    cri = "".join(f"2026-11-30T04:11:21.123456789Z stdout F {r}\n" for r in records)
+    for text in (docker, cri):
+        read = _log(text)
+        assert read.wrap_width is None
+        (launch,) = read.launches
+        assert launch.version is not None
+        assert launch.version.text == "0.32.0"
+        assert launch.served_model_names == ('a"b',)
+        assert [(c.tokens.value if c.tokens else None) for c in launch.capacity] == [4194304]
+
+
+def test_a_line_that_only_looks_like_docker_json_is_left_as_text() -> None:
+    text = (
+        '{"log": not json (APIServer pid=1) INFO 11-30 04:10:58 [a.py:1] '
+        "vLLM API server version 0.32.0\n"
+    )
+    (launch,) = _log(text).launches
+    assert launch.version is not None
+    assert launch.version.text == "0.32.0"

@@ -47,6 +47,7 @@ executor markers           the file of the record prefix (``ray_distributed_exec
 from __future__ import annotations
 
 import enum
+import json
 import re
 from collections.abc import Iterator
 from typing import final
@@ -92,6 +93,7 @@ _WRAPPER_RE = re.compile(
     r"""^(?:
         [A-Z][a-z]{2}\ [ 0-9]\d\ \d\d:\d\d:\d\d\ \S+\ [^\s:\[]+(?:\[\d+\])?:\ ?   # journald
       | \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?(?:Z|[+-]\d\d:?\d\d)?\ ?       # ISO stamp
+        (?:(?:stdout|stderr)\ [FP]\ )?                                          # CRI stream
       | [\w.-]+\s+\|\ ?                                                        # compose
     )""",
     re.VERBOSE,
@@ -127,18 +129,33 @@ RECORD_START_RE = re.compile(
     r"|\d{4}-\d\d-\d\d[T ]\d\d:\d\d"
     r"|\[[A-Z]\d{4} "  # glog/c10 "[W1130 04:11:13…]"
     r"|[\w.-]+\s+\|\ "  # a docker-compose service column "vllm-1  | "
+    r'|\{"log":'  # a docker json-file record
     r"|#@ )"
 )
 
 
 def clean(text: str) -> str:
-    """Drop ANSI codes and what a carriage return overwrote (keep the last segment)."""
+    """Unwrap a docker json-file record, drop ANSI codes and what a carriage return
+    overwrote (keep the last segment)."""
+    if text.startswith('{"log":'):
+        text = _docker_json_log(text)
     if "\x1b" in text:
         text = ANSI_RE.sub("", text)
     if "\r" in text:
         text = text.rstrip("\r")
         if "\r" in text:
             text = text.rpartition("\r")[2]
+    return text
+
+
+def _docker_json_log(text: str) -> str:
+    """The ``log`` field of a docker json-file line (``{"log":"…\\n","stream":…}``)."""
+    try:
+        record = json.loads(text)
+    except ValueError:
+        return text
+    if isinstance(record, dict) and isinstance(record.get("log"), str):
+        return str(record["log"]).rstrip("\n")
     return text
 
 
