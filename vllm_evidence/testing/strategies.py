@@ -272,7 +272,11 @@ def _check_range(name: str, low: int, high: int, floor: int = 0) -> None:
 # Small pieces.
 
 _NAME_ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."
-_names = st.text(_NAME_ALPHABET, min_size=1, max_size=16).filter(lambda s: s[0].isalnum())
+# "None" (and "True"/"False") print like Python's constants in vLLM's repr-like config
+# lines, where no reader can tell the name from the value: vLLM users cannot either.
+_names = st.text(_NAME_ALPHABET, min_size=1, max_size=16).filter(
+    lambda s: s[0].isalnum() and s not in {"None", "True", "False"}
+)
 
 
 @st.composite
