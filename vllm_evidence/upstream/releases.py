@@ -61,6 +61,7 @@ READ_RELEASES: tuple[ReadRelease, ...] = (
     _read("0.6.6.post1", None),
     _read("0.8.5", None),
     _read("0.9.2", None),
+    _read("0.10.1.1", "1da94e673"),
     _read("0.10.2", "26b999c71"),
     _read("0.11.0", "f71952c1c"),
     _read("0.13.0", "72506c983"),

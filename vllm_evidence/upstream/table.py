@@ -587,10 +587,12 @@ def _health() -> list[tuple[Question, tuple[Law, ...]]]:
             law(mp, "0.8.5", "0.8.5", HealthCoverage.API_SERVER_ONLY, v085, nothing),
             law(
                 mp,
-                "0.10.2",
+                "0.10.1.1",
                 _NEWEST,
                 HealthCoverage.WORKER_DEATH_REACHES,
                 (
+                    "v0.10.1.1: v1/engine/async_llm.py L559-562 (raises if errored)",
+                    "v0.10.1.1: v1/executor/multiproc_executor.py L130-147 (worker monitor)",
                     flag,
                     (
                         "v0.33.0: v1/executor/multiproc_executor.py start_worker_monitor "
@@ -615,10 +617,12 @@ def _health() -> list[tuple[Question, tuple[Law, ...]]]:
             law(ray, "0.8.5", "0.8.5", HealthCoverage.API_SERVER_ONLY, v085, nothing),
             law(
                 ray,
-                "0.10.2",
+                "0.10.1.1",
                 "0.20.0",
                 HealthCoverage.WORKERS_NOT_WATCHED,
                 (
+                    "v0.10.1.1: executor/ray_distributed_executor.py L694-697 (no-op)",
+                    "v0.10.1.1: v1/executor/ray_distributed_executor.py L43 (subclasses it)",
                     flag,
                     (
                         "v0.10.2: executor/ray_distributed_executor.py L696 "
@@ -650,10 +654,11 @@ def _health() -> list[tuple[Question, tuple[Law, ...]]]:
             law(uni, "0.8.5", "0.8.5", HealthCoverage.API_SERVER_ONLY, v085, nothing),
             law(
                 uni,
-                "0.10.2",
+                "0.10.1.1",
                 _NEWEST,
                 HealthCoverage.ENGINE_PROCESS,
                 (
+                    "v0.10.1.1: v1/engine/async_llm.py L559-562, v1/executor/abstract.py L12-14",
                     flag,
                     "v0.33.0: v1/engine/core_client.py L822-848 (MPClientEngineMonitor)",
                     "v0.33.0: v1/executor/uniproc_executor.py check_health returns at once",
