@@ -23,6 +23,7 @@ from typing import Final, TypeVar, final
 import attrs
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
+from packaging.version import Version
 
 from vllm_evidence.adapters.failure import BodyParseFailure
 from vllm_evidence.adapters.metrics import MetricsObservation, parse_metrics
@@ -44,6 +45,7 @@ from vllm_evidence.readback import (
 )
 from vllm_evidence.testing._capture import CaptureDirectory
 from vllm_evidence.testing.stub import serve_capture
+from vllm_evidence.upstream import CacheConfigLabelsLaw, ReleaseLaws, laws_for
 from vllm_evidence.upstream.routes import Route
 
 T = TypeVar("T")
@@ -90,162 +92,20 @@ RELEASES: Final[tuple[str, ...]] = (
     "0.33.0",
 )
 
-_V085 = [
-    "block_size",
-    "gpu_memory_utilization",
-    "swap_space",
-    "cache_dtype",
-    "is_attention_free",
-    "num_gpu_blocks_override",
-    "sliding_window",
-    "enable_prefix_caching",
-    "prefix_caching_hash_algo",
-    "cpu_offload_gb",
-    "calculate_kv_scales",
-    "num_gpu_blocks",
-    "num_cpu_blocks",
-    "swap_space_bytes",
-]
-_V092 = [*_V085, "cpu_kvcache_space_bytes", "engine"]
-_V0102 = [
-    *_V092,
-    "mamba_page_size_padded",
-    "mamba_cache_dtype",
-    "mamba_ssm_cache_dtype",
-    "kv_sharing_fast_prefill",
-    "kv_cache_memory_bytes",
-]
-_V013 = [
-    "block_size",
-    "gpu_memory_utilization",
-    "swap_space",
-    "cache_dtype",
-    "is_attention_free",
-    "num_gpu_blocks_override",
-    "sliding_window",
-    "enable_prefix_caching",
-    "prefix_caching_hash_algo",
-    "cpu_offload_gb",
-    "calculate_kv_scales",
-    "cpu_kvcache_space_bytes",
-    "mamba_page_size_padded",
-    "mamba_block_size",
-    "mamba_cache_dtype",
-    "mamba_ssm_cache_dtype",
-    "num_gpu_blocks",
-    "num_cpu_blocks",
-    "kv_sharing_fast_prefill",
-    "kv_cache_memory_bytes",
-    "kv_offloading_size",
-    "kv_offloading_backend",
-    "engine",
-]
-_V020 = [
-    "block_size",
-    "user_specified_block_size",
-    "user_specified_mamba_block_size",
-    "hash_block_size",
-    "gpu_memory_utilization",
-    "cache_dtype",
-    "is_attention_free",
-    "num_gpu_blocks_override",
-    "sliding_window",
-    "enable_prefix_caching",
-    "prefix_caching_hash_algo",
-    "calculate_kv_scales",
-    "kv_cache_dtype_skip_layers",
-    "mamba_page_size_padded",
-    "mamba_block_size",
-    "mamba_cache_dtype",
-    "mamba_ssm_cache_dtype",
-    "mamba_cache_mode",
-    "num_gpu_blocks",
-    "num_cpu_blocks",
-    "kv_sharing_fast_prefill",
-    "kv_cache_memory_bytes",
-    "kv_offloading_size",
-    "kv_offloading_backend",
-    "_block_size_resolved",
-    "engine",
-]
-_V027 = [
-    *(label for label in _V020 if label != "hash_block_size"),
-    "prefix_match_unit",
-    "skip_page_size_padded",
-    "replayssm_buffer_len",
-    "use_replayssm",
-    "kv_cache_size_tokens",
-    "kv_cache_max_concurrency",
-]
-_V033 = [
-    "block_size",
-    "user_specified_block_size",
-    "kv_cache_layout",
-    "prefix_match_unit",
-    "gpu_memory_utilization",
-    "cache_dtype",
-    "is_attention_free",
-    "num_gpu_blocks_override",
-    "sliding_window",
-    "enable_prefix_caching",
-    "prefix_caching_hash_algo",
-    "prefix_cache_retention_interval",
-    "kv_cache_dtype_skip_layers",
-    "mamba_page_size_padded",
-    "skip_page_size_padded",
-    "mamba_block_size",
-    "mamba_cache_dtype",
-    "mamba_ssm_cache_dtype",
-    "mamba_cache_mode",
-    "enable_mamba_shared_prefix_checkpoint",
-    "replayssm_buffer_len",
-    "use_replayssm",
-    "use_kda_recoverssm",
-    "num_gpu_blocks",
-    "num_cpu_blocks",
-    "simple_cpu_offload_num_blocks",
-    "effective_attention_block_size",
-    "kv_cache_size_tokens",
-    "kv_cache_max_concurrency",
-    "hash_block_size",
-    "cache_hit_alignment_tokens",
-    "kv_sharing_fast_prefill",
-    "swa_bounded_replay",
-    "kv_cache_memory_bytes",
-    "kv_offloading_size",
-    "kv_offloading_backend",
-    "_block_size_resolved",
-    "engine",
-]
-_V066 = [
-    "block_size",
-    "gpu_memory_utilization",
-    "swap_space_bytes",
-    "num_gpu_blocks_override",
-    "cache_dtype",
-    "is_attention_free",
-    "sliding_window",
-    "enable_prefix_caching",
-    "cpu_offload_gb",
-    "num_gpu_blocks",
-    "num_cpu_blocks",
-]
 
-#: The label names of ``vllm:cache_config_info`` in each release (``engine`` from 0.9.2).
-#: 0.32.0 was observed first-hand with the 0.27.0 set's capacity labels; it shares 0.33.0's.
+def _law_labels(release: str) -> tuple[str, ...]:
+    """The label names the law table gives ``release`` (sorted, as the exposition is)."""
+    laws = laws_for(Version(release))
+    assert isinstance(laws, ReleaseLaws), release  # noqa: S101  # every RELEASES member is read
+    law = laws.cache_config_labels()
+    assert isinstance(law, CacheConfigLabelsLaw), law.statement  # noqa: S101  # likewise
+    return tuple(sorted(law.labels))
+
+
+#: The label names of ``vllm:cache_config_info`` in each release (``engine`` from 0.9.2),
+#: taken from the law table (``metrics.cache_config_info.labels``), one source of truth.
 CACHE_CONFIG_LABELS: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
-    {
-        "0.6.6.post1": tuple(_V066),
-        "0.8.5": tuple(_V085),
-        "0.9.2": tuple(_V092),
-        "0.10.2": tuple(_V0102),
-        "0.11.0": tuple(_V0102),
-        "0.13.0": tuple(_V013),
-        "0.20.0": tuple(_V020),
-        "0.27.0": tuple(_V027),
-        "0.32.0": tuple(_V033),
-        "0.33.0": tuple(_V033),
-    }
+    {release: _law_labels(release) for release in RELEASES}
 )
 
 
