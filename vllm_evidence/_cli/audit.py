@@ -67,9 +67,9 @@ def run(args: argparse.Namespace) -> int:
         audit,
         audit_document,
         exit_status,
-        probe_installed_vllm,
         route_table_from_log,
     )
+    from vllm_evidence.upstream.installed import probe_installed_vllm
 
     tables: dict[str, RouteTable | None] = {"dev": None, "plain": None}
     for mode, path in (("dev", args.dev_log), ("plain", args.plain_log)):

@@ -88,7 +88,10 @@ def _routes() -> list[tuple[Question, tuple[Law, ...]]]:
             api_key_guarded=guarded,
         )
 
-    always_open = "v0.33.0: entrypoints/serve/middleware/authenticate.py L10 (only /v1, /v2, /inference, /cohere)"
+    always_open = (
+        "v0.33.0: entrypoints/serve/middleware/authenticate.py L10 "
+        "(only /v1, /v2, /inference, /cohere)"
+    )
     entries: dict[Route, tuple[Law, ...]] = {
         Route.VERSION: (
             law(

@@ -1,0 +1,131 @@
+"""What the upstream audit reads from the installed vLLM: the only code that imports vLLM.
+
+:func:`probe_installed_vllm` runs inside a vLLM environment and returns plain data
+(:class:`~vllm_evidence.upstream.audit.Installed`) that :func:`~vllm_evidence.upstream.audit.audit`
+compares with the laws.  It is exercised against a real vLLM by ``scripts/audit-upstream``
+(run by ``.ci/run``), not by the unit tests, which have no vLLM; mutation testing leaves
+this module out for that reason (see ``docs/mutation.md``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from vllm_evidence.upstream.audit import (
+    Installed,
+    RouteTable,
+    Unavailable,
+    engine_label_added,
+)
+
+__all__ = ["probe_installed_vllm"]
+
+
+def _module_source(name: str) -> str | Unavailable:
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError) as exc:
+        return Unavailable(f"cannot find {name}: {exc}")
+    if spec is None or spec.origin is None or not spec.origin.endswith(".py"):
+        return Unavailable(f"no Python source for {name}")
+    try:
+        return Path(spec.origin).read_text(encoding="utf-8")
+    except OSError as exc:
+        return Unavailable(f"cannot read {name}: {exc}")
+
+
+def _cache_config_labels() -> frozenset[str] | Unavailable:
+    try:
+        from vllm.config import CacheConfig
+
+        labels = frozenset(CacheConfig().metrics_info())
+    except Exception as exc:  # noqa: BLE001  # any failure makes the check not checkable
+        return Unavailable(f"cannot build a default CacheConfig: {exc!r}")
+    loggers = _module_source("vllm.v1.metrics.loggers")
+    if isinstance(loggers, Unavailable):
+        return loggers
+    return labels | {"engine"} if engine_label_added(loggers) else labels
+
+
+def _executor_backends() -> tuple[str, ...] | Unavailable:
+    import typing
+
+    try:
+        from vllm.config.parallel import DistributedExecutorBackend
+    except ImportError as exc:
+        return Unavailable(f"no DistributedExecutorBackend: {exc}")
+    return tuple(str(arg) for arg in typing.get_args(DistributedExecutorBackend))
+
+
+def _built_route_tables() -> tuple[RouteTable | Unavailable, RouteTable | Unavailable]:
+    """Both route tables, from the router registration a launch runs (no server)."""
+    import argparse
+    import importlib
+    import os
+
+    try:
+        from vllm.entrypoints.launchers.api_server.routers import register_api_routers
+
+        fastapi = importlib.import_module("fastapi")
+        envs = importlib.import_module("vllm.envs")
+    except ImportError as exc:
+        why = Unavailable(f"cannot build the router set ({exc}); pass --dev-log/--plain-log")
+        return why, why
+    origin = "router set built with VLLM_SERVER_DEV_MODE={} (tasks: generate)"
+    saved = os.environ.get("VLLM_SERVER_DEV_MODE")
+    tables: list[RouteTable | Unavailable] = []
+    try:
+        for flag in ("1", "0"):
+            os.environ["VLLM_SERVER_DEV_MODE"] = flag
+            if bool(envs.VLLM_SERVER_DEV_MODE) is not (flag == "1"):
+                tables.append(Unavailable("vllm.envs ignores VLLM_SERVER_DEV_MODE (cached)"))
+                continue
+            app = fastapi.FastAPI()
+            app.state.args = argparse.Namespace()
+            try:
+                register_api_routers(app.state.args, app, ("generate",), None)
+            except Exception as exc:  # noqa: BLE001  # version-specific; report, don't crash
+                tables.append(Unavailable(f"cannot build the router set: {exc!r}"))
+                continue
+            routes = frozenset(
+                (str(r.path), str(m).upper())
+                for r in app.routes
+                for m in (getattr(r, "methods", None) or ())
+            )
+            tables.append(RouteTable(routes, origin.format(flag)))
+    finally:
+        if saved is None:
+            os.environ.pop("VLLM_SERVER_DEV_MODE", None)
+        else:
+            os.environ["VLLM_SERVER_DEV_MODE"] = saved
+    return tables[0], tables[1]
+
+
+def probe_installed_vllm(
+    dev_routes: RouteTable | None = None, plain_routes: RouteTable | None = None
+) -> Installed:
+    """Import the installed vLLM and extract what the audit compares.
+
+    Route tables given (read from real launches' logs) are used as they are; a mode
+    without one gets the router set built in this process.  Raises whatever importing
+    ``vllm`` raises.
+    """
+    import vllm
+
+    built: tuple[RouteTable | Unavailable, RouteTable | Unavailable]
+    if dev_routes is not None and plain_routes is not None:
+        built = (dev_routes, plain_routes)
+    else:
+        built = _built_route_tables()
+    dev = dev_routes if dev_routes is not None else built[0]
+    plain = plain_routes if plain_routes is not None else built[1]
+    return Installed(
+        version=str(vllm.__version__),
+        cache_config_labels=_cache_config_labels(),
+        capacity_source=_module_source("vllm.v1.core.kv_cache_utils"),
+        executor_backends=_executor_backends(),
+        dev_routes=dev,
+        plain_routes=plain,
+    )
