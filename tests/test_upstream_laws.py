@@ -288,3 +288,41 @@ def test_cache_config_labels_json() -> None:
     assert doc["question"] == _CACHE_KEY
     assert doc["labels"] == sorted(_capture_labels())
     assert law_json(_laws("0.30.0").cache_config_labels())["established"] is False
+
+
+# --- small contracts of the table's building blocks -------------------------------------
+
+
+def test_answer_of_an_unknown_question_is_a_key_error() -> None:
+    laws = laws_for(Version("0.32.0"))
+    assert isinstance(laws, ReleaseLaws)
+    assert laws.answer("route./version").question.key == "route./version"
+    with pytest.raises(KeyError, match="no.such.question"):
+        laws.answer("no.such.question")
+
+
+def test_a_span_runs_only_between_read_releases_in_order() -> None:
+    from vllm_evidence.upstream.releases import span
+
+    ok = span("0.8.5", "0.11.0")
+    assert (ok.first, ok.last) == (Version("0.8.5"), Version("0.11.0"))
+    for first, last in (("0.8.4", "0.11.0"), ("0.8.5", "0.12.0"), ("0.11.0", "0.8.5")):
+        with pytest.raises(ValueError, match=rf"got {first}\.\.{last}$"):
+            span(first, last)
+
+
+def test_development_routes_are_the_four_dev_mode_routes() -> None:
+    dev = {route.value for route in Route if route.development_only}
+    assert dev == {
+        "server_info",
+        "server_info__config_format_json",
+        "get_world_size",
+        "collective_rpc",
+    }
+
+
+def test_a_file_stem_names_a_route_or_nothing() -> None:
+    assert Route.from_stem("v1_models") is Route.MODELS
+    assert Route.from_stem("server_info__config_format_json") is Route.SERVER_INFO_JSON
+    assert Route.from_stem("v1/models") is None
+    assert Route.from_stem("") is None
