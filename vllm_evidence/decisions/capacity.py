@@ -470,7 +470,7 @@ def decide_capacity(evidence: Evidence) -> CapacityDecision:
         )
     order = list(CapacityReason)
     reason, detail = min(problems, key=lambda p: order.index(p[0]))
-    remedies = {
+    remedies: dict[CapacityReason, str] = {
         CapacityReason.METRICS_UNPARSED: "probe again once /metrics answers in the text format",
         CapacityReason.FRONT_DOOR_RESTARTED: RESTARTED_REMEDY,
         CapacityReason.SOURCES_CONFLICT: "give the startup log of the serving launch",
@@ -486,7 +486,7 @@ def decide_capacity(evidence: Evidence) -> CapacityDecision:
     return _mint_refused(
         reason=reason,
         detail=detail,
-        remedy=remedies.get(reason, "none"),
+        remedy=remedies[reason],
         engines=(),
         laws=tuple(seen_laws),
     )

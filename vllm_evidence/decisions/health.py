@@ -120,9 +120,9 @@ def _observed_backends(evidence: Evidence) -> list[tuple[str, Source, str]]:
         if backend is not None and markers:
             source = log_source(launch, markers[0].line, markers[0].process)
             found.append((backend.value, source, "startup_log"))
-        elif config is not None and printed not in (None, "None"):
+        elif config is not None and printed is not None and printed != "None":
             # A name vLLM does not define (a custom executor class) is still observed.
-            name = printed.strip("'\"") if printed else ""
+            name = printed.strip("'\"")
             found.append((name, log_source(launch, config.line, config.process), "startup_log"))
     return found
 
@@ -169,6 +169,8 @@ def decide_health_coverage(evidence: Evidence) -> HealthCoverageDecision:
             "check that the startup log belongs to this server",
         )
     name, source, origin = observed[0]
+    if origin == "startup_log":
+        status = None  # /health answered the front door; the backend is the log's
     if origin == "front_door" and evidence.front_door_restarted():
         return refuse(HealthReason.FRONT_DOOR_RESTARTED, RESTARTED, RESTARTED_REMEDY, name, source)
     conflict = evidence.sources_conflict() if origin == "startup_log" else None
@@ -180,8 +182,6 @@ def decide_health_coverage(evidence: Evidence) -> HealthCoverageDecision:
             name,
             source,
         )
-    if origin == "startup_log":
-        status = None  # /health answered the front door; the backend is the log's
     version = evidence.front_door_version() if origin == "front_door" else evidence.launch_version()
     laws = scope(version)
     if laws is None:

@@ -100,16 +100,16 @@ _REMEDIES = {
 
 def decide_front_door_join(evidence: Evidence) -> FrontDoorJoinDecision:
     """Whether the front door's observations belong to one server incarnation."""
-    laws = scope(evidence.front_door_version())
-    law = laws.incarnation_marker() if isinstance(laws, ReleaseLaws) else None
     front_door = evidence.front_door
     if front_door is None:
         return _mint_unjoined(
             reason=JoinReason.NO_FRONT_DOOR,
             detail="no front-door readback was given",
             remedy=_REMEDIES[JoinReason.NO_FRONT_DOOR],
-            law=law,
+            law=None,  # no /version, so no release scopes the marker
         )
+    laws = scope(evidence.front_door_version())
+    law = laws.incarnation_marker() if isinstance(laws, ReleaseLaws) else None
     join = front_door.join
     if isinstance(join, JoinEstablished):
         return _mint_joined(process_start_seconds=join.process_start_seconds, law=law)

@@ -137,7 +137,9 @@ class ParallelEstablished(Sealed):
     configuration: ResolvedParallel
     ranks: tuple[PresentRank, ...]
     law: Law | LawNotEstablished | None
-    """The law for the configuration's route (``None`` for a log-read configuration)."""
+    """The law for the configuration's route: ``None``, because an established layout's
+    configuration is always the launch's own engine-init line (ranks are only ever joined
+    with the configuration of the same launch), which no route law scopes."""
 
     @property
     def reason(self) -> ParallelReason:
@@ -402,7 +404,6 @@ def decide_parallel(evidence: Evidence) -> ParallelDecision:
             f"{a.source} gives (TP, PP, DP, PCP) {_sizes(a)} but {b.source} gives {_sizes(b)}: "
             "the log and the front door describe different servers or launches",
             "give the startup log of the serving launch",
-            law=law,
         )
     if product is not None and product not in {
         configuration.world_size,
@@ -434,10 +435,12 @@ def decide_parallel(evidence: Evidence) -> ParallelDecision:
             configuration=configuration,
             law=law,
         )
+    # From here the configuration is the launch's own engine-init line: a log-read
+    # configuration has no route law.
     configuration = from_log
     reason, detail, present, missing = _population(launch, configuration)
     if reason is ParallelReason.ESTABLISHED:
-        return _mint_established(configuration=configuration, ranks=present, law=law)
+        return _mint_established(configuration=configuration, ranks=present, law=None)
     remedy = {
         ParallelReason.POPULATION_UNOBSERVED: "give a log with the workers' start-up lines",
         ParallelReason.WORLD_SIZE_MISMATCH: "check the log belongs to this configuration",
@@ -451,5 +454,4 @@ def decide_parallel(evidence: Evidence) -> ParallelDecision:
         configuration=configuration,
         present=present,
         missing=missing,
-        law=law,
     )
