@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from tests._evidence import (
+    args,
     banner,
     bundle,
     cache_config_metrics,
@@ -20,7 +21,7 @@ from tests._evidence import (
 from vllm_evidence import assess
 from vllm_evidence.decisions import CapacityEstablished, CapacityRefused, ParallelRefused
 from vllm_evidence.decisions._sources import arm_name, route_source
-from vllm_evidence.decisions.identity import Derivation, _unquote, derivation
+from vllm_evidence.decisions.identity import Derivation, derivation
 
 
 class NotFound:
@@ -56,21 +57,19 @@ def test_derivation(served: str, path: str, expected: Derivation) -> None:
 
 
 @pytest.mark.parametrize(
-    ("text", "expected"),
+    ("printed", "expected"),
     [
-        ("'a'", "a"),
-        ('"a"', "a"),
-        ("''", ""),
-        ("'", "'"),
-        ("a'", "a'"),
-        ("'a\"", "'a\""),
-        ("XabX", "XabX"),
-        ("a", "a"),
-        (None, None),
+        ("{'model': '/models/m'}", "/models/m"),
+        ("{'model': \"it's\"}", "it's"),
+        ("{'model': 'Qwen/Qwen3-0.6B', 'tensor_parallel_size': 2}", "Qwen/Qwen3-0.6B"),
+        ("{'tensor_parallel_size': 2}", None),
     ],
 )
-def test_unquote_strips_one_matching_pair_of_quotes(text: str | None, expected: str | None) -> None:
-    assert _unquote(text) == expected
+def test_the_args_lines_model_is_read_without_its_quotes(
+    printed: str, expected: str | None
+) -> None:
+    launch = log(banner("0.32.0") + args(printed)).launches[-1]
+    assert launch.non_default_args[0].model == expected
 
 
 # --- capacity: engine attribution, scanning order, provenance ------------------------

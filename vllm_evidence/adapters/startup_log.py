@@ -412,6 +412,12 @@ class NonDefaultArgsObservation(Sealed):
         """The printed value of ``key``, or ``None``."""
         return dict(self.args).get(key)
 
+    @property
+    def model(self) -> str | None:
+        """The ``model`` argument without its quotes (a hub id or a local path), or ``None``."""
+        printed = self.get("model")
+        return None if printed is None else (_unquote(printed) or printed)
+
 
 _mint_args = minter(NonDefaultArgsObservation, NonDefaultArgsObservation.__attrs_init__)
 

@@ -143,14 +143,6 @@ def derivation(served_id: str, configured_path: str) -> Derivation:
     return Derivation.NOT_DERIVABLE
 
 
-def _unquote(text: str | None) -> str | None:
-    if text is None:
-        return None
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    return text
-
-
 def _observed(evidence: Evidence) -> tuple[list[tuple[str, str | None]], Source, str] | str:
     """(served id, configured path) pairs, their source, and the version's origin.
 
@@ -164,7 +156,7 @@ def _observed(evidence: Evidence) -> tuple[list[tuple[str, str | None]], Source,
     launch = evidence.launch
     if launch is not None:
         for args in launch.non_default_args:
-            path = _unquote(args.get("model"))
+            path = args.model
             names = args.served_model_names
             if names is None and path is not None:
                 names = (path,)
