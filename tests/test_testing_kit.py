@@ -13,6 +13,7 @@ import sys
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from packaging.version import Version
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.test_metrics_differential import assert_same
@@ -38,10 +39,12 @@ from vllm_evidence.readback import CapturedReadback, HistoricalBundle
 from vllm_evidence.testing import (
     CACHE_CONFIG_LABELS,
     RELEASES,
+    CaptureDirectory,
     Fault,
     FrontDoorFactory,
     GeneratedLog,
     StubRequest,
+    capture_directories,
     forbidden_requests,
     metrics_bodies,
     models_bodies,
@@ -172,6 +175,48 @@ def test_startup_logs_read_with_the_generated_figures(example: GeneratedLog) -> 
         assert [(r.rank, r.world_size) for r in launch.ranks] == list(gen.ranks)
         if gen.api_server_pid is not None:
             assert launch.api_server_pids == (gen.api_server_pid,)
+
+
+@FAST
+@given(capture_directories(development_mode=True))
+def test_a_drawn_capture_describes_one_launch(capture: CaptureDirectory) -> None:
+    """Every body of one capture names the same model, served names and parallel sizes."""
+    version = json.loads(capture.bodies[Route.VERSION])["version"].split("+")[0]
+    models = parse_models(capture.bodies[Route.MODELS])
+    assert isinstance(models, ServedModels)
+    base = [card for card in models.cards if card.parent is None]
+    roots = {card.root for card in base}
+    lengths = {card.max_model_len for card in base}
+    parsed = []
+    if capture.statuses.get(Route.SERVER_INFO, 200) == 200 and Route.SERVER_INFO in capture.bodies:
+        parsed.append(parse_server_info_text(capture.bodies[Route.SERVER_INFO]))
+    if capture.statuses.get(Route.SERVER_INFO_JSON, 200) == 200:
+        parsed.append(parse_server_info_json(capture.bodies[Route.SERVER_INFO_JSON]))
+    infos: list[ServerInfo] = []
+    for info in parsed:
+        assert isinstance(info, ServerInfo), info
+        assert roots == {info.model}
+        assert info.served_model_name == base[0].served_id
+        infos.append(info)
+    if len(infos) == 2:
+        text, js = (info.parallel for info in infos)
+        assert (text.tensor_parallel_size, text.pipeline_parallel_size) == (
+            js.tensor_parallel_size,
+            js.pipeline_parallel_size,
+        )
+        assert text.data_parallel_size == js.data_parallel_size
+    assert len(lengths) == 1
+    if capture.statuses.get(Route.GET_WORLD_SIZE, 200) == 200:
+        assert infos, "a world size without /server_info"
+        p = infos[-1].parallel
+        dp = p.data_parallel_size or 1
+        product = json.loads(capture.bodies[Route.GET_WORLD_SIZE])["world_size"]
+        assert product == (p.tensor_parallel_size or 1) * (p.pipeline_parallel_size or 1) * dp
+        assert Version(version) >= Version("0.20.0")
+    metrics = parse_metrics(capture.bodies[Route.METRICS])
+    assert isinstance(metrics, MetricsObservation)
+    if infos and Version(version) >= Version("0.10.2"):
+        assert len(metrics.cache_config_info) == infos[-1].parallel.data_parallel_size
 
 
 @pytest.mark.parametrize(

@@ -25,7 +25,16 @@ def _hypothesis_setup_hook() -> None:
     # imported: resolve it only when a value is drawn.
     def lazy(name: str) -> st.SearchStrategy[Any]:
         def resolve() -> st.SearchStrategy[Any]:
-            from vllm_evidence.testing import strategies
+            import random
+
+            # Resolving runs inside a draw; the import may run third-party module code
+            # that draws from the global random (rich, through httpx), which hypothesis
+            # rejects: keep the global random's state as it was.
+            state = random.getstate()
+            try:
+                from vllm_evidence.testing import strategies
+            finally:
+                random.setstate(state)
 
             made: st.SearchStrategy[Any] = getattr(strategies, name)()
             return made

@@ -21,6 +21,11 @@ from types import MappingProxyType
 from typing import Final, TypeVar, final
 
 import attrs
+
+# httpx imports rich when it is installed, and rich draws from the global random at import
+# time. The probe imports httpx lazily; importing it here keeps that out of a draw
+# (hypothesis fails a strategy that touches the global random).
+import httpx  # noqa: F401
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 from packaging.version import Version
@@ -370,10 +375,18 @@ def metrics_bodies(
 
 @st.composite
 def _models_body(
-    draw: st.DrawFn, min_names: int, max_names: int, min_adapters: int, max_adapters: int
+    draw: st.DrawFn,
+    min_names: int,
+    max_names: int,
+    min_adapters: int,
+    max_adapters: int,
+    server: _Server | None = None,
 ) -> bytes:
-    root = draw(_model_paths())
-    names = draw(st.lists(_served_names, min_size=min_names, max_size=max_names, unique=True))
+    if server is None:
+        root = draw(_model_paths())
+        names = draw(st.lists(_served_names, min_size=min_names, max_size=max_names, unique=True))
+    else:
+        root, names = server.model, list(server.served)
     adapters = draw(
         st.lists(
             _names.filter(lambda n: n not in names),
@@ -382,7 +395,7 @@ def _models_body(
             unique=True,
         )
     )
-    max_model_len = draw(st.integers(1, 1 << 20))
+    max_model_len = draw(st.integers(1, 1 << 20)) if server is None else server.max_len
     created = draw(st.integers(1_600_000_000, 1_900_000_000))
 
     def permission(i: int) -> dict[str, object]:
@@ -484,6 +497,32 @@ _parallels = st.builds(
 )
 
 
+@attrs.frozen
+class _Server:
+    """One launch's configuration: every body of one drawn capture describes it."""
+
+    model: str
+    served: tuple[str, ...]
+    parallel: _Parallel
+    max_len: int
+
+
+#: Served names a ``VllmConfig.__str__`` text prints unquoted and a reader can split.
+_config_safe_names = st.one_of(_names, st.builds(lambda a, b: f"{a}:{b}", _names, _names))
+
+
+@st.composite
+def _servers(draw: st.DrawFn) -> _Server:
+    model = draw(_model_paths())
+    served = draw(
+        st.one_of(
+            st.just((model,)),
+            st.lists(_config_safe_names, min_size=1, max_size=3, unique=True).map(tuple),
+        )
+    )
+    return _Server(model, served, draw(_parallels), draw(st.integers(1, 1 << 20)))
+
+
 def _config_text(release: str, model: str, served: str, p: _Parallel, max_len: int) -> str:
     parts = [
         f"model='{model}'",
@@ -554,10 +593,14 @@ def _extras(release: str, served: str) -> dict[str, object]:
 
 
 @st.composite
-def _server_info_text(draw: st.DrawFn, release: str) -> bytes:
-    model = draw(_model_paths())
-    served = draw(st.one_of(st.just(model), _names))
-    config = _config_text(release, model, served, draw(_parallels), draw(st.integers(1, 1 << 20)))
+def _server_info_text(draw: st.DrawFn, release: str, server: _Server | None = None) -> bytes:
+    if server is None:
+        model = draw(_model_paths())
+        served = draw(st.one_of(st.just(model), _names))
+        p, max_len = draw(_parallels), draw(st.integers(1, 1 << 20))
+    else:
+        model, served, p, max_len = server.model, server.served[0], server.parallel, server.max_len
+    config = _config_text(release, model, served, p, max_len)
     return json.dumps({"vllm_config": config, **_extras(release, served)}).encode()
 
 
@@ -576,11 +619,13 @@ def server_info_texts(*, release: str | None = None) -> SearchStrategy[bytes]:
 
 
 @st.composite
-def _server_info_json(draw: st.DrawFn, release: str) -> bytes:
-    model = draw(_model_paths())
-    served = draw(st.one_of(st.just(model), _served_names))
-    p = draw(_parallels)
-    max_len = draw(st.integers(1, 1 << 20))
+def _server_info_json(draw: st.DrawFn, release: str, server: _Server | None = None) -> bytes:
+    if server is None:
+        model = draw(_model_paths())
+        served = draw(st.one_of(st.just(model), _served_names))
+        p, max_len = draw(_parallels), draw(st.integers(1, 1 << 20))
+    else:
+        model, served, p, max_len = server.model, server.served[0], server.parallel, server.max_len
     parallel: dict[str, object] = {
         "pipeline_parallel_size": p.pp,
         "tensor_parallel_size": p.tp,
@@ -954,29 +999,32 @@ def _capture_directory(
     startup_log: bool | None,
 ) -> CaptureDirectory:
     dev = draw(st.booleans()) if development_mode is None else development_mode
+    server = draw(_servers())
+    p = server.parallel
+    engines = p.dp if _at_least(release, "0.10.2") else 1
     bodies: dict[Route, bytes] = {
         Route.VERSION: draw(version_bodies(release=release)),
-        Route.MODELS: draw(models_bodies()),
-        Route.METRICS: draw(metrics_bodies(release=release, process_start_time=True)),
+        Route.MODELS: draw(_models_body(1, 1, 0, 2, server)),
+        Route.METRICS: draw(_metrics_body(release, engines, engines, process_start_time=True)),
         Route.HEALTH: b"",
     }
     statuses: dict[Route, int] = {Route.HEALTH: draw(st.sampled_from([200, 200, 200, 503]))}
     has_text = _at_least(release, "0.8.5")
     has_json = _at_least(release, "0.11.0")
     if dev and has_text:
-        bodies[Route.SERVER_INFO] = draw(server_info_texts(release=release))
-        text = json.loads(bodies[Route.SERVER_INFO])["vllm_config"]
-        sizes = dict(item.split("=", 1) for item in text.split(", ") if "_parallel_size=" in item)
-        product = 1
-        for key in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"):
-            product *= int(sizes.get(key, "1"))
-        bodies[Route.GET_WORLD_SIZE] = json.dumps({"world_size": product}).encode()
+        bodies[Route.SERVER_INFO] = draw(_server_info_text(release, server))
+        if _at_least(release, "0.20.0"):  # /get_world_size exists from 0.20 (dev mode)
+            product = p.tp * p.pp * p.pcp * p.dp
+            bodies[Route.GET_WORLD_SIZE] = json.dumps({"world_size": product}).encode()
+        else:
+            bodies[Route.GET_WORLD_SIZE] = _NOT_FOUND
+            statuses[Route.GET_WORLD_SIZE] = 404
     else:
         for route in (Route.SERVER_INFO, Route.GET_WORLD_SIZE):
             bodies[route] = _NOT_FOUND
             statuses[route] = 404
     if dev and has_json:
-        bodies[Route.SERVER_INFO_JSON] = draw(server_info_jsons(release=release))
+        bodies[Route.SERVER_INFO_JSON] = draw(_server_info_json(release, server))
     else:
         bodies[Route.SERVER_INFO_JSON] = _NOT_FOUND
         statuses[Route.SERVER_INFO_JSON] = 404
@@ -995,9 +1043,13 @@ def capture_directories(
 ) -> SearchStrategy[CaptureDirectory]:
     """One server's front door (every probe route) and optionally its startup log.
 
-    All bodies are in ``release``'s formats.  Without development mode (or before
-    the route existed) ``/server_info`` and ``/get_world_size`` answer 404, as vLLM
-    does; ``/health`` answers 200 or 503 (an empty body).  ``None`` draws a flag.
+    All bodies are in ``release``'s formats and describe one launch: ``/v1/models``
+    (served names, ``root``, ``max_model_len``), both ``/server_info`` forms,
+    ``/get_world_size`` (TP×PP×PCP×DP) and the ``vllm:cache_config_info`` engines (one
+    per DP engine from 0.10.2) agree.  The startup log is drawn on its own (same
+    release, its own launch).  Without development mode (or before the route existed)
+    ``/server_info`` and ``/get_world_size`` answer 404, as vLLM does; ``/health``
+    answers 200 or 503 (an empty body).  ``None`` draws a flag.
     """
     return _release(release).flatmap(
         lambda r: _capture_directory(r, development_mode=development_mode, startup_log=startup_log)
