@@ -251,6 +251,28 @@ def test_failures_are_typed(tmp_path: Path) -> None:
         assert "\n" not in result.describe()
 
 
+def test_symbolic_links_that_lead_nowhere_say_so(tmp_path: Path) -> None:
+    dangling = tmp_path / "dangling.log"
+    dangling.symlink_to(tmp_path / "gone.log")
+    loop = tmp_path / "loop.log"
+    loop.symlink_to(tmp_path / "loop.log")
+    missing = read_startup_log(dangling)
+    assert isinstance(missing, LogReadFailure)
+    assert (missing.reason, missing.detail) == (
+        LogReadFailureReason.MISSING,
+        "a symbolic link to a missing file",
+    )
+    looping = read_startup_log(loop)
+    assert isinstance(looping, LogReadFailure)
+    assert looping.reason is LogReadFailureReason.UNREADABLE
+    assert looping.detail == "Too many levels of symbolic links"
+    plain = read_startup_log(tmp_path / "never.log")
+    assert isinstance(plain, LogReadFailure)
+    assert (plain.reason, plain.detail) == (LogReadFailureReason.MISSING, "no such file")
+    (tmp_path / "gone.log").write_text("INFO 1 x.py:1] hello\n")
+    assert not isinstance(read_startup_log(dangling), LogReadFailure)
+
+
 def test_sealed_types_have_no_public_constructor() -> None:
     with pytest.raises(TypeError, match="read_startup_log"):
         StartupLog(None)  # type: ignore[arg-type]  # the seal: no public constructor

@@ -297,7 +297,7 @@ def test_answer_of_an_unknown_question_is_a_key_error() -> None:
     laws = laws_for(Version("0.32.0"))
     assert isinstance(laws, ReleaseLaws)
     assert laws.answer("route./version").question.key == "route./version"
-    with pytest.raises(KeyError, match="no.such.question"):
+    with pytest.raises(KeyError, match=r"no\.such\.question"):
         laws.answer("no.such.question")
 
 

@@ -53,6 +53,7 @@ inside one launch.
 from __future__ import annotations
 
 import enum
+import errno
 import hashlib
 import os
 import re
@@ -693,9 +694,20 @@ def read_startup_log(
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         name = str(path)
-        if not path.exists():
+        try:
+            path.stat()
+        except OSError as exc:
+            if exc.errno != errno.ENOENT:  # a symlink loop, a denied directory, …
+                return _mint_failure(
+                    reason=LogReadFailureReason.UNREADABLE,
+                    source=name,
+                    detail=exc.strerror or type(exc).__name__,
+                )
+            dangling = path.is_symlink()
             return _mint_failure(
-                reason=LogReadFailureReason.MISSING, source=name, detail="no such file"
+                reason=LogReadFailureReason.MISSING,
+                source=name,
+                detail="a symbolic link to a missing file" if dangling else "no such file",
             )
         if path.is_dir():
             return _mint_failure(
