@@ -175,6 +175,9 @@ def test_startup_logs_read_with_the_generated_figures(example: GeneratedLog) -> 
         assert [(r.rank, r.world_size) for r in launch.ranks] == list(gen.ranks)
         if gen.api_server_pid is not None:
             assert launch.api_server_pids == (gen.api_server_pid,)
+        assert launch.development_mode is gen.development_mode
+        if gen.development_mode is not None:
+            assert ("/v1/models", ("GET",)) in [(r.path, r.methods) for r in launch.routes]
 
 
 @FAST

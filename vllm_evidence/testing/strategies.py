@@ -712,6 +712,9 @@ class GeneratedLaunch:
     """Each worker's ``Available KV cache memory`` figure as printed."""
     ranks: tuple[tuple[int, int], ...]
     """``(rank, world_size)`` of each ``world_size=… rank=…`` line, in order."""
+    development_mode: bool | None
+    """Whether the printed route table has the development routes; ``None`` when the
+    launch printed no route table."""
 
 
 @final
@@ -892,6 +895,27 @@ def _launch(draw: st.DrawFn, release: str, api_pid: int) -> tuple[GeneratedLaunc
                     )
                 )
                 capacity.append(GeneratedCapacity("v1_two_line", device, tokens, max_len, conc))
+    # The HTTP server's route table (launcher.py), printed once the engine is up; a log
+    # cut before that has none. Development mode adds its routes (and, from 0.32, the
+    # SECURITY WARNING line vLLM logs when it registers them).
+    routes_printed = draw(st.booleans())
+    development = draw(st.booleans()) if routes_printed and _at_least(release, "0.8.5") else False
+    if routes_printed:
+        if development and _at_least(release, "0.32.0"):
+            lines.append(
+                rec(
+                    "APIServer",
+                    api_pid,
+                    "__init__.py",
+                    "SECURITY WARNING: Development endpoints are enabled! This should NOT be "
+                    "used in production!",
+                    "WARNING",
+                )
+            )
+        for path, methods in _route_table(release, development=development):
+            lines.append(
+                rec("APIServer", api_pid, "launcher.py", f"Route: {path}, Methods: {methods}")
+            )
     # Noise anywhere after the launch's first line; a bare (prefix-less) line never
     # follows an engine-init line, the longest line (it would read as a hard wrap).
     for at in sorted(draw(st.lists(st.integers(1, len(lines)), max_size=6)), reverse=True):
@@ -914,8 +938,31 @@ def _launch(draw: st.DrawFn, release: str, api_pid: int) -> tuple[GeneratedLaunc
         capacity=tuple(capacity),
         available_memory=tuple(memory),
         ranks=tuple(ranks),
+        development_mode=development if routes_printed else None,
     )
     return launch, lines
+
+
+def _route_table(release: str, *, development: bool) -> list[tuple[str, str]]:
+    """The routes a launch registers, as its route table prints them."""
+    table = [
+        ("/openapi.json", "HEAD, GET"),
+        ("/docs", "HEAD, GET"),
+        ("/health", "GET"),
+        ("/metrics", "GET"),
+        ("/tokenize", "POST"),
+        ("/version", "GET"),
+        ("/v1/models", "GET"),
+        ("/v1/chat/completions", "POST"),
+        ("/v1/completions", "POST"),
+    ]
+    if development:
+        table += [("/server_info", "GET"), ("/reset_prefix_cache", "POST")]
+        if _at_least(release, "0.10.2"):
+            table.append(("/collective_rpc", "POST"))
+        if _at_least(release, "0.20.0"):
+            table.append(("/get_world_size", "GET"))
+    return table
 
 
 # A docker-compose column (``vllm-1  | ``) is not generated yet: the reader's hard-wrap
@@ -953,9 +1000,11 @@ def startup_log_examples(
     cyan where that release colours them) and per-release engine-core and worker
     names; two-line V1 capacity with thousands separators (per worker before 0.13),
     the one-line format from 0.32; engine-init lines per DP engine; rank and
-    available-memory lines.  Real-world noise is interleaved (uvicorn, progress bars
-    with carriage returns, warnings, glog lines), and the whole log may be wrapped by
-    docker timestamps, with CRLF line ends.
+    available-memory lines; the HTTP server's route table (or none, as when a log stops
+    before the server started), with the development routes when development mode is
+    drawn (and, from 0.32, its ``SECURITY WARNING`` line).  Real-world noise is
+    interleaved (uvicorn, progress bars with carriage returns, warnings, glog lines),
+    and the whole log may be wrapped by docker timestamps, with CRLF line ends.
     """
     _check_range("launches", min_launches, max_launches, floor=1)
     return _log(release, min_launches, max_launches)
