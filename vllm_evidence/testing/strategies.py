@@ -965,10 +965,9 @@ def _route_table(release: str, *, development: bool) -> list[tuple[str, str]]:
     return table
 
 
-# A docker-compose column (``vllm-1  | ``) is not generated yet: the reader's hard-wrap
-# detection takes two equal-length longest lines followed by compose-prefixed lines for
-# a wrap (the column is not a record start to it) and joins the records after them.
-_WRAPPERS = ("", "2025-09-03T02:11:14.123456789Z ")
+# What a collector puts before each line: nothing, a docker timestamp, or a
+# docker-compose service column.
+_WRAPPERS = ("", "2025-09-03T02:11:14.123456789Z ", "vllm-1  | ", "vllm-server-1  | ")
 
 
 @st.composite
@@ -1004,7 +1003,8 @@ def startup_log_examples(
     before the server started), with the development routes when development mode is
     drawn (and, from 0.32, its ``SECURITY WARNING`` line).  Real-world noise is
     interleaved (uvicorn, progress bars with carriage returns, warnings, glog lines),
-    and the whole log may be wrapped by docker timestamps, with CRLF line ends.
+    and the whole log may be wrapped by docker timestamps or a docker-compose service
+    column (``vllm-1  | ``), with CRLF line ends.
     """
     _check_range("launches", min_launches, max_launches, floor=1)
     return _log(release, min_launches, max_launches)
