@@ -125,7 +125,7 @@ def test_the_two_line_format_needs_both_of_its_lines() -> None:
 
 
 JSON_NOTE_TAIL = "a route table cannot show whether the query is honoured"
-GUARD_NOTE = "the --api-key guard is not checked"
+GUARD_NOTE = "the --api-key guard is not checked (not probed)"
 
 
 def test_a_route_finding_in_full() -> None:
@@ -205,3 +205,60 @@ def test_a_log_of_the_wrong_mode_names_its_mode() -> None:
 def test_a_read_release_keeps_its_commit() -> None:
     read = _read("0.11.0", "f71952c1c")
     assert (str(read.version), read.commit) == ("0.11.0", "f71952c1c")
+
+
+GUARDED = ("/v1", "/v2", "/inference", "/cohere")  # vLLM 0.32's GUARDED_PREFIX
+
+
+def test_the_api_key_guard_is_checked_against_the_guarded_prefixes() -> None:
+    dev, plain = _table(ALWAYS | DEV_ONLY), _table(ALWAYS)
+    models = check_route(_route_law("0.32.0", Route.MODELS), dev, plain, GUARDED)
+    assert _fields(models) == (
+        "route./v1/models",
+        Verdict.HELD,
+        "dev registered; plain registered; --api-key guarded",
+        "dev registered; plain registered; --api-key guarded",
+        "GET /v1/models; dev: test; plain: test; guarded prefixes /cohere, /inference, /v1, /v2",
+    )
+    version = check_route(_route_law("0.32.0", Route.VERSION), dev, plain, GUARDED)
+    assert (version.verdict, version.found) == (
+        Verdict.HELD,
+        "dev registered; plain registered; --api-key open",
+    )
+    everything = check_route(_route_law("0.32.0", Route.VERSION), dev, plain, ("/",))
+    assert (everything.verdict, everything.expected, everything.found) == (
+        Verdict.DIFFERS,
+        "dev registered; plain registered; --api-key open",
+        "dev registered; plain registered; --api-key guarded",
+    )
+    nothing = check_route(_route_law("0.32.0", Route.MODELS), dev, plain, ())
+    assert (nothing.verdict, nothing.found) == (
+        Verdict.DIFFERS,
+        "dev registered; plain registered; --api-key open",
+    )
+
+
+def test_a_route_that_is_not_registered_has_no_guard_to_check() -> None:
+    law = _route_law("0.13.0", Route.GET_WORLD_SIZE)
+    finding = check_route(law, _table(ALWAYS), _table(ALWAYS), ("/",))
+    assert (finding.verdict, finding.found) == (
+        Verdict.HELD,
+        "dev not registered; plain not registered",
+    )
+
+
+def test_the_whole_audit_reads_the_guard_from_the_install() -> None:
+    findings = audit(laws_for(Version("0.32.0")), _installed(guarded_prefixes=GUARDED))
+    models = next(f for f in findings if f.key == "route./v1/models")
+    assert models.found.endswith("; --api-key guarded")
+    open_door = audit(laws_for(Version("0.32.0")), _installed(guarded_prefixes=("/",)))
+    differs = sorted(f.key for f in open_door if f.verdict is Verdict.DIFFERS)
+    assert differs == [
+        "route./collective_rpc",
+        "route./get_world_size",
+        "route./health",
+        "route./metrics",
+        "route./server_info",
+        "route./server_info?config_format=json",
+        "route./version",
+    ]

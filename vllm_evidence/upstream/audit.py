@@ -119,6 +119,9 @@ class Installed:
     executor_backends: tuple[str, ...] | Unavailable
     dev_routes: RouteTable | Unavailable
     plain_routes: RouteTable | Unavailable
+    guarded_prefixes: tuple[str, ...] | Unavailable = Unavailable("not probed")
+    """The path prefixes ``--api-key`` guards (``GUARDED_PREFIX`` of the authentication
+    middleware, from 0.32)."""
 
 
 @attrs.frozen
@@ -277,9 +280,13 @@ def _registration(table: RouteTable, path: str, method: str) -> str:
 
 
 def check_route(
-    law: RouteLaw, dev: RouteTable | Unavailable, plain: RouteTable | Unavailable
+    law: RouteLaw,
+    dev: RouteTable | Unavailable,
+    plain: RouteTable | Unavailable,
+    guarded: tuple[str, ...] | Unavailable = Unavailable("not probed"),
 ) -> Finding:
-    """The law's gate against the route tables of a development-mode and a plain launch."""
+    """The law's gate against the route tables of a development-mode and a plain launch,
+    and its ``--api-key`` guard against the prefixes the middleware guards."""
     route = law.route
     want_dev, want_plain = _expected_registration(law.gate)
     halves: list[tuple[str, bool, str, str]] = []
@@ -291,6 +298,10 @@ def check_route(
         got = _registration(table, route.path, route.method)
         expected = "registered" if want else "not registered"
         halves.append((mode, got == expected, expected, got))
+    if isinstance(guarded, tuple) and law.gate is not RouteGate.NOT_REGISTERED:
+        want_guard = "guarded" if law.api_key_guarded else "open"
+        got_guard = "guarded" if route.path.startswith(guarded) else "open"
+        halves.append(("--api-key", got_guard == want_guard, want_guard, got_guard))
     if not halves:
         return _not_checkable(law, "; ".join(missing))
     expected = "; ".join(f"{mode} {want}" for mode, _, want, _ in halves)
@@ -301,10 +312,13 @@ def check_route(
         for mode, t in (("dev", dev), ("plain", plain))
         if isinstance(t, RouteTable)
     ]
+    if isinstance(guarded, tuple):
+        origins.append(f"guarded prefixes {_names(guarded)}")
     notes = [f"{route.method} {route.path}; " + "; ".join(origins)]
     if route.query is not None:
         notes.append("a route table cannot show whether the query is honoured")
-    notes.append("the --api-key guard is not checked")
+    if isinstance(guarded, Unavailable):
+        notes.append(f"the --api-key guard is not checked ({guarded.why})")
     if missing and agree:
         return _not_checkable(
             law, f"{found} as expected, but no route table for {'; '.join(missing)}"
@@ -337,7 +351,9 @@ def _check(answer: Law | LawNotEstablished, installed: Installed) -> Finding:
         case LawNotEstablished():
             return _not_checkable(answer, f"no law: {answer.statement}")
         case RouteLaw():
-            return check_route(answer, installed.dev_routes, installed.plain_routes)
+            return check_route(
+                answer, installed.dev_routes, installed.plain_routes, installed.guarded_prefixes
+            )
         case CacheConfigLabelsLaw():
             return check_cache_config_labels(answer, installed.cache_config_labels)
         case CapacityLogFormatLaw():

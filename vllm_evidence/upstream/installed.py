@@ -59,6 +59,22 @@ def _executor_backends() -> tuple[str, ...] | Unavailable:
     return tuple(str(arg) for arg in typing.get_args(DistributedExecutorBackend))
 
 
+def _guarded_prefixes() -> tuple[str, ...] | Unavailable:
+    """``GUARDED_PREFIX`` of the ``--api-key`` middleware (0.32 on; older releases guard
+    inside ``api_server.py`` and are not read here)."""
+    import importlib
+
+    name = "vllm.entrypoints.serve.middleware.authenticate"
+    try:
+        module = importlib.import_module(name)
+    except ImportError as exc:
+        return Unavailable(f"no {name} ({exc})")
+    prefixes = getattr(module, "GUARDED_PREFIX", None)
+    if not isinstance(prefixes, tuple) or not all(isinstance(p, str) for p in prefixes):
+        return Unavailable(f"{name} has no GUARDED_PREFIX tuple")
+    return tuple(prefixes)
+
+
 def _built_route_tables() -> tuple[RouteTable | Unavailable, RouteTable | Unavailable]:
     """Both route tables, from the router registration a launch runs (no server)."""
     import argparse
@@ -128,4 +144,5 @@ def probe_installed_vllm(
         executor_backends=_executor_backends(),
         dev_routes=dev,
         plain_routes=plain,
+        guarded_prefixes=_guarded_prefixes(),
     )
