@@ -291,7 +291,13 @@ def _child_attributes(kind: type[object]) -> tuple[str, ...]:
 def _children(node: Node) -> Iterator[Node]:
     """The statements, expressions, patterns and arguments directly under ``node``."""
     for name in _child_attributes(type(node)):
-        yield from _nodes_in(getattr(node, name, None))
+        try:
+            value = getattr(node, name, None)
+        except AssertionError:
+            # A computed attribute (mypy compiles properties to descriptors too) that does
+            # not apply to this node: OverloadedFuncDef.setter of a non-property overload.
+            continue
+        yield from _nodes_in(value)
     if isinstance(node, FuncItem):
         # A function generic in a value-restricted type variable is checked once per
         # value, on copies; the types of its expressions are recorded on the copies.

@@ -316,3 +316,25 @@ def test_compose_column_starts_a_record_so_equal_engine_lines_are_not_a_wrap() -
     launch = read.launches[0]
     assert len(launch.engine_configs) == 2
     assert [c.tokens.value if c.tokens else None for c in launch.capacity] == [1000]
+
+
+def test_the_strict_and_tolerant_splits_share_one_scanner() -> None:
+    from vllm_evidence.adapters.server_info import split_config_text
+
+    text = "mode=<CompilationMode.VLLM_COMPILE: 3>, sizes=[1, 2], name='a, b'"
+    assert list(split_top_level(text)) == [
+        "mode=<CompilationMode.VLLM_COMPILE: 3>",
+        "sizes=[1, 2]",
+        "name='a, b'",
+    ]
+    assert split_config_text(text) == {
+        "mode": "<CompilationMode.VLLM_COMPILE: 3>",
+        "sizes": "[1, 2]",
+        "name": "'a, b'",
+    }
+    # damage: the log reader takes what it can, the HTTP adapter says where it broke
+    assert list(split_top_level("a=1), b=2")) == ["a=1)", "b=2"]
+    assert str(split_config_text("a=1), b=2")) == "unbalanced ')' at offset 3"
+    assert list(split_top_level("a='x, b=2")) == ["a='x, b=2"]
+    assert str(split_config_text("a='x, b=2")) == "unterminated quoted string"
+    assert str(split_config_text("a=[1, b=2")) == "unclosed bracket, expected ']'"

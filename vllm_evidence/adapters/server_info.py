@@ -15,6 +15,7 @@ import attrs
 
 from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.adapters._json import JsonNumber, loads_exact
+from vllm_evidence.adapters._text import top_level_pieces
 from vllm_evidence.adapters.failure import BodyParseFailure, fail
 from vllm_evidence.upstream.routes import Route
 
@@ -79,8 +80,6 @@ class ServerInfo(Sealed):
 
 _mint_info = minter(ServerInfo, ServerInfo.__attrs_init__)
 
-_OPEN = {"(": ")", "[": "]", "{": "}"}
-_CLOSE = frozenset(_OPEN.values())
 _PARALLEL_TEXT_KEYS = (
     "tensor_parallel_size",
     "pipeline_parallel_size",
@@ -92,42 +91,16 @@ _PARALLEL_TEXT_KEYS = (
 def split_config_text(text: str) -> dict[str, str] | ValueError:
     """Split a ``key=value, key=value`` string at top-level commas.
 
-    Commas and ``=`` inside ``()``, ``[]``, ``{}`` or a quoted string do not split.
+    Commas and ``=`` inside ``()``, ``[]``, ``{}``, a quoted string or an enum repr
+    (``<Mode.X: 3>``) do not split.
     Returns the top-level keys mapped to their raw value text, or the
     :class:`ValueError` saying why the text is not such a list.  A repeated key is
     an error (the text would name two values for one setting).
     """
     result: dict[str, str] = {}
-    stack: list[str] = []
-    quote: str | None = None
-    start = 0
-    i = 0
-    n = len(text)
-    items: list[str] = []
-    while i < n:
-        ch = text[i]
-        if quote is not None:
-            if ch == "\\":
-                i += 2
-                continue
-            if ch == quote:
-                quote = None
-        elif ch in ("'", '"'):
-            quote = ch
-        elif ch in _OPEN:
-            stack.append(_OPEN[ch])
-        elif ch in _CLOSE:
-            if not stack or stack.pop() != ch:
-                return ValueError(f"unbalanced {ch!r} at offset {i}")
-        elif ch == "," and not stack:
-            items.append(text[start:i])
-            start = i + 1
-        i += 1
-    if quote is not None:
-        return ValueError("unterminated quoted string")
-    if stack:
-        return ValueError(f"unclosed bracket, expected {stack[-1]!r}")
-    items.append(text[start:])
+    items = top_level_pieces(text, strict=True)
+    if isinstance(items, ValueError):
+        return items
     for item in items:
         key, sep, value = item.strip().partition("=")
         key = key.strip()

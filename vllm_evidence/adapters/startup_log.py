@@ -56,6 +56,7 @@ import attrs
 from packaging.version import InvalidVersion, Version
 
 from vllm_evidence._seal import Sealed, minter
+from vllm_evidence.adapters._text import top_level_pieces
 from vllm_evidence.measure import (
     BlockCount,
     Concurrency,
@@ -248,8 +249,6 @@ def split_header(text: str) -> Header:
 # --------------------------------------------------------------------------------------
 # Tolerant ``key=value, …`` / ``{'k': v, …}`` splitting.
 
-_OPEN = {"(": ")", "[": "]", "{": "}"}
-
 
 def split_top_level(text: str, sep: str = ",") -> Iterator[str]:
     """Split ``text`` at ``sep`` outside brackets and quotes; pieces are stripped.
@@ -258,34 +257,10 @@ def split_top_level(text: str, sep: str = ",") -> Iterator[str]:
     quote or bracket runs to the end of the text.  ``<CompilationMode.X: 2>`` reprs are
     treated as brackets so their ``:``/``,`` do not split.
     """
-    depth: list[str] = []
-    quote: str | None = None
-    start = 0
-    i = 0
-    n = len(text)
-    while i < n:
-        c = text[i]
-        if quote is not None:
-            if c == "\\":
-                i += 2
-                continue
-            if c == quote:
-                quote = None
-        elif c in "'\"":
-            quote = c
-        elif c in _OPEN:
-            depth.append(_OPEN[c])
-        elif c == "<" and i + 1 < n and text[i + 1].isalpha():
-            depth.append(">")
-        elif depth and c == depth[-1]:
-            depth.pop()
-        elif c == sep and not depth:
-            yield text[start:i].strip()
-            start = i + 1
-        i += 1
-    tail = text[start:].strip()
-    if tail:
-        yield tail
+    *head, tail = top_level_pieces(text, sep)
+    yield from (piece.strip() for piece in head)
+    if tail.strip():
+        yield tail.strip()
 
 
 _KEY_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
