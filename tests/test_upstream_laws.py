@@ -136,15 +136,20 @@ def test_health_coverage_by_backend() -> None:
     assert _coverage("0.11.0", ExecutorBackend.RAY) == HealthCoverage.WORKERS_NOT_WATCHED
     assert _coverage("0.33.0", ExecutorBackend.RAY) == HealthCoverage.WORKER_DEATH_REACHES
     assert _coverage("0.8.5", ExecutorBackend.RAY) == HealthCoverage.API_SERVER_ONLY
-    # 0.10.1.1 was read (check_health raises once the engine is dead; Ray: no-op); 0.9.2
-    # lies between 0.8.5 (check_health logs only) and 0.10.1.1, and was not read for it:
+    # 0.9.2 and 0.10.1.1 were read (check_health raises once the engine is dead; Ray:
+    # no-op); 0.9.0 and 0.9.1 lie between 0.8.5 (check_health logs only) and 0.9.2:
     assert _coverage("0.10.1.1", ExecutorBackend.RAY) == HealthCoverage.WORKERS_NOT_WATCHED
     assert _coverage("0.10.1.1", ExecutorBackend.MP) == HealthCoverage.WORKER_DEATH_REACHES
-    assert isinstance(_laws("0.9.2").health(ExecutorBackend.RAY), LawNotEstablished)
+    assert _coverage("0.9.2", ExecutorBackend.MP) == HealthCoverage.WORKER_DEATH_REACHES
+    assert _coverage("0.9.2", ExecutorBackend.UNI) == HealthCoverage.ENGINE_PROCESS
+    assert _coverage("0.9.2", ExecutorBackend.RAY) == HealthCoverage.WORKERS_NOT_WATCHED
+    assert isinstance(_laws("0.9.1").health(ExecutorBackend.RAY), LawNotEstablished)
+    assert isinstance(_laws("0.9.1").health(ExecutorBackend.MP), LawNotEstablished)
     assert isinstance(_laws("0.32.0").health(ExecutorBackend.RAY), LawNotEstablished)
     assert isinstance(_laws("0.32.0").health(ExecutorBackend.EXTERNAL_LAUNCHER), LawNotEstablished)
     assert _failure_status("0.32.0") == 503
     assert _failure_status("0.10.1.1") == 500
+    assert _failure_status("0.9.2") == 500
 
 
 def test_local_labels_are_builds_of_the_same_release() -> None:

@@ -588,10 +588,12 @@ def _health() -> list[tuple[Question, tuple[Law, ...]]]:
             law(mp, "0.8.5", "0.8.5", HealthCoverage.API_SERVER_ONLY, v085, nothing),
             law(
                 mp,
-                "0.10.1.1",
+                "0.9.2",
                 _NEWEST,
                 HealthCoverage.WORKER_DEATH_REACHES,
                 (
+                    "v0.9.2: v1/engine/async_llm.py L553-556 (raises if errored)",
+                    "v0.9.2: v1/executor/multiproc_executor.py L119-146 (worker monitor)",
                     "v0.10.1.1: v1/engine/async_llm.py L559-562 (raises if errored)",
                     "v0.10.1.1: v1/executor/multiproc_executor.py L130-147 (worker monitor)",
                     flag,
@@ -618,10 +620,12 @@ def _health() -> list[tuple[Question, tuple[Law, ...]]]:
             law(ray, "0.8.5", "0.8.5", HealthCoverage.API_SERVER_ONLY, v085, nothing),
             law(
                 ray,
-                "0.10.1.1",
+                "0.9.2",
                 "0.20.0",
                 HealthCoverage.WORKERS_NOT_WATCHED,
                 (
+                    "v0.9.2: executor/ray_distributed_executor.py L698-701 (no-op)",
+                    "v0.9.2: v1/executor/abstract.py L68 (register_failure_callback: pass)",
                     "v0.10.1.1: executor/ray_distributed_executor.py L694-697 (no-op)",
                     "v0.10.1.1: v1/executor/ray_distributed_executor.py L43 (subclasses it)",
                     flag,
@@ -655,10 +659,11 @@ def _health() -> list[tuple[Question, tuple[Law, ...]]]:
             law(uni, "0.8.5", "0.8.5", HealthCoverage.API_SERVER_ONLY, v085, nothing),
             law(
                 uni,
-                "0.10.1.1",
+                "0.9.2",
                 _NEWEST,
                 HealthCoverage.ENGINE_PROCESS,
                 (
+                    "v0.9.2: v1/engine/async_llm.py L553-556, executor/uniproc_executor.py L26-27",
                     "v0.10.1.1: v1/engine/async_llm.py L559-562, v1/executor/abstract.py L12-14",
                     flag,
                     "v0.33.0: v1/engine/core_client.py L822-848 (MPClientEngineMonitor)",
@@ -676,6 +681,7 @@ def _health() -> list[tuple[Question, tuple[Law, ...]]]:
             span=span(_OLDEST, "0.10.2"),
             sources=(
                 "v0.6.6.post1: entrypoints/launcher.py RuntimeError handler",
+                "v0.9.2: entrypoints/launcher.py L136-147",
                 "v0.10.2: entrypoints/launcher.py L157-169",
             ),
             failure_status=500,
