@@ -344,3 +344,9 @@ def test_a_product_conflict_keeps_the_http_route_law() -> None:
     assert refused.reason is ParallelReason.CONFIGURATION_CONFLICT
     assert refused.law is not None
     assert refused.law.question.key == "parallel_evidence./server_info?config_format=json"
+
+
+def test_only_quotes_are_stripped_from_a_printed_backend() -> None:
+    quoted = log(engine_init("0.32.0", tp=1, backend="'pkg.ExecutorX'"))
+    refused = _health_refused(None, quoted)
+    assert refused.backend == "pkg.ExecutorX"
