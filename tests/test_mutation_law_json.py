@@ -85,7 +85,7 @@ def test_capacity_and_format_laws() -> None:
 def test_health_failure_marker_and_card_laws() -> None:
     laws = _laws("0.10.2")
     health = laws.health(ExecutorBackend.RAY)
-    assert law_json(health) == _common(health, "health.ray", "0.10.1.1", "0.20.0") | {
+    assert law_json(health) == _common(health, "health.ray", "0.9.2", "0.20.0") | {
         "backend": "ray",
         "coverage": "workers_not_watched",
     }
@@ -114,9 +114,9 @@ def test_a_law_not_established_lists_the_known_spans() -> None:
             {"first": "0.27.0", "last": "0.33.0"},
         ],
     }
-    single = law_json(_laws("0.9.2").health(ExecutorBackend.UNI))
+    single = law_json(_laws("0.9.1").health(ExecutorBackend.UNI))
     assert (
-        single["statement"] == "not established for 0.9.2 (laws read for 0.8.5, 0.10.1.1 .. 0.33.0)"
+        single["statement"] == "not established for 0.9.1 (laws read for 0.8.5, 0.9.2 .. 0.33.0)"
     )
     nowhere = law_json(_laws("0.32.0").health(ExecutorBackend.EXTERNAL_LAUNCHER))
     assert nowhere["known_spans"] == []

@@ -4,34 +4,21 @@
 ``non-default args`` dict and served-name lists are all ``key=value`` or ``key: value``
 items separated by commas, where a comma inside brackets, quotes or an enum repr such as
 ``<CompilationMode.VLLM_COMPILE: 3>`` does not separate.  The HTTP adapter reads a whole
-body and wants damage reported (``strict``); the log reader reads lines that may be cut or
+body and wants damage reported (strict); the log reader reads lines that may be cut or
 wrapped and takes what it can (tolerant).
 """
 
 from __future__ import annotations
 
-from typing import Literal, overload
-
 _OPEN = {"(": ")", "[": "]", "{": "}"}
 _CLOSE = frozenset(_OPEN.values())
 
 
-@overload
-def top_level_pieces(text: str, sep: str = ..., *, strict: Literal[False] = ...) -> list[str]: ...
-@overload
-def top_level_pieces(
-    text: str, sep: str = ..., *, strict: Literal[True]
-) -> list[str] | ValueError: ...
-def top_level_pieces(text: str, sep: str = ",", *, strict: bool = False) -> list[str] | ValueError:
-    """Split ``text`` at ``sep`` outside brackets, quotes and ``<Enum.X: n>`` reprs.
-
-    Pieces are returned as they are (not stripped); there is always at least one.
-    Tolerant (the default): a closing bracket that closes nothing is ignored, and an
-    unclosed quote or bracket runs to the end of the text.  ``strict``: each of those is
-    a :class:`ValueError` saying where.
-    """
+def _scan(text: str, sep: str) -> tuple[list[str], str | None]:
+    """The pieces of ``text`` between top-level ``sep``, and the first damage seen."""
     stack: list[str] = []
     quote: str | None = None
+    damage: str | None = None
     pieces: list[str] = []
     start = 0
     i = 0
@@ -52,15 +39,32 @@ def top_level_pieces(text: str, sep: str = ",", *, strict: bool = False) -> list
             stack.append(">")
         elif stack and c == stack[-1]:
             stack.pop()
-        elif strict and c in _CLOSE:
-            return ValueError(f"unbalanced {c!r} at offset {i}")
+        elif c in _CLOSE:
+            damage = damage or f"unbalanced {c!r} at offset {i}"
         elif c == sep and not stack:
             pieces.append(text[start:i])
             start = i + 1
         i += 1
-    if strict and quote is not None:
-        return ValueError("unterminated quoted string")
-    if strict and stack:
-        return ValueError(f"unclosed bracket, expected {stack[-1]!r}")
+    if quote is not None:
+        damage = damage or "unterminated quoted string"
+    if stack:
+        damage = damage or f"unclosed bracket, expected {stack[-1]!r}"
     pieces.append(text[start:])
-    return pieces
+    return pieces, damage
+
+
+def top_level_pieces(text: str, sep: str = ",") -> list[str]:
+    """Split ``text`` at ``sep`` outside brackets, quotes and ``<Enum.X: n>`` reprs.
+
+    Tolerant: a closing bracket that closes nothing is skipped, and an unclosed quote or
+    bracket runs to the end of the text.  Pieces are returned as they are (not stripped);
+    there is always at least one.
+    """
+    return _scan(text, sep)[0]
+
+
+def strict_top_level_pieces(text: str, sep: str = ",") -> list[str] | ValueError:
+    """:func:`top_level_pieces`, but damage (a closing bracket that closes nothing, an
+    unterminated quote, an unclosed bracket) is a :class:`ValueError` saying where."""
+    pieces, damage = _scan(text, sep)
+    return pieces if damage is None else ValueError(damage)

@@ -15,7 +15,7 @@ import attrs
 
 from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.adapters._json import JsonNumber, loads_exact
-from vllm_evidence.adapters._text import top_level_pieces
+from vllm_evidence.adapters._text import strict_top_level_pieces
 from vllm_evidence.adapters.failure import BodyParseFailure, fail
 from vllm_evidence.upstream.routes import Route
 
@@ -98,7 +98,7 @@ def split_config_text(text: str) -> dict[str, str] | ValueError:
     an error (the text would name two values for one setting).
     """
     result: dict[str, str] = {}
-    items = top_level_pieces(text, strict=True)
+    items = strict_top_level_pieces(text)
     if isinstance(items, ValueError):
         return items
     for item in items:
