@@ -262,3 +262,18 @@ def test_the_whole_audit_reads_the_guard_from_the_install() -> None:
         "route./server_info?config_format=json",
         "route./version",
     ]
+
+
+def test_a_guard_alone_is_not_enough_to_hold_a_route_law() -> None:
+    law = _route_law("0.32.0", Route.MODELS)
+    finding = check_route(law, Unavailable("no dev log"), Unavailable("no plain log"), GUARDED)
+    assert _fields(finding) == (
+        "route./v1/models",
+        Verdict.NOT_CHECKABLE,
+        "",
+        "",
+        (
+            "--api-key guarded as expected, but no route table for dev: no dev log; "
+            "plain: no plain log"
+        ),
+    )
