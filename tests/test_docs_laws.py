@@ -13,24 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.test_mutation_table import _fresh_table
 from vllm_evidence._cli.laws import render_markdown
-from vllm_evidence.upstream import LAW_TABLE, READ_RELEASES, Question
-from vllm_evidence.upstream import table as table_module
-from vllm_evidence.upstream.laws import Law
+from vllm_evidence.upstream import LAW_TABLE, READ_RELEASES
 
 DOC = Path(__file__).parent.parent / "docs" / "laws.md"
-
-
-def _fresh_table() -> list[tuple[Question, tuple[Law, ...]]]:
-    return (
-        table_module._routes()
-        + table_module._parallel()
-        + table_module._identity()
-        + table_module._capacity()
-        + table_module._cache_config_labels()
-        + table_module._health()
-        + table_module._marker()
-    )
 
 
 def _diff(expected: str, actual: str) -> str:

@@ -523,6 +523,14 @@ def _servers(draw: st.DrawFn) -> _Server:
     return _Server(model, served, draw(_parallels), draw(st.integers(1, 1 << 20)))
 
 
+@st.composite
+def _one_name_servers(draw: st.DrawFn, names: SearchStrategy[str]) -> _Server:
+    """A launch serving one name: the model argument itself, or one drawn from ``names``."""
+    model = draw(_model_paths())
+    served = draw(st.one_of(st.just(model), names))
+    return _Server(model, (served,), draw(_parallels), draw(st.integers(1, 1 << 20)))
+
+
 def _config_text(release: str, model: str, served: str, p: _Parallel, max_len: int) -> str:
     parts = [
         f"model='{model}'",
@@ -595,11 +603,8 @@ def _extras(release: str, served: str) -> dict[str, object]:
 @st.composite
 def _server_info_text(draw: st.DrawFn, release: str, server: _Server | None = None) -> bytes:
     if server is None:
-        model = draw(_model_paths())
-        served = draw(st.one_of(st.just(model), _names))
-        p, max_len = draw(_parallels), draw(st.integers(1, 1 << 20))
-    else:
-        model, served, p, max_len = server.model, server.served[0], server.parallel, server.max_len
+        server = draw(_one_name_servers(_names))
+    model, served, p, max_len = server.model, server.served[0], server.parallel, server.max_len
     config = _config_text(release, model, served, p, max_len)
     return json.dumps({"vllm_config": config, **_extras(release, served)}).encode()
 
@@ -621,11 +626,8 @@ def server_info_texts(*, release: str | None = None) -> SearchStrategy[bytes]:
 @st.composite
 def _server_info_json(draw: st.DrawFn, release: str, server: _Server | None = None) -> bytes:
     if server is None:
-        model = draw(_model_paths())
-        served = draw(st.one_of(st.just(model), _served_names))
-        p, max_len = draw(_parallels), draw(st.integers(1, 1 << 20))
-    else:
-        model, served, p, max_len = server.model, server.served[0], server.parallel, server.max_len
+        server = draw(_one_name_servers(_served_names))
+    model, served, p, max_len = server.model, server.served[0], server.parallel, server.max_len
     parallel: dict[str, object] = {
         "pipeline_parallel_size": p.pp,
         "tensor_parallel_size": p.tp,
