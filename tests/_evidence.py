@@ -121,6 +121,15 @@ def server_info_json(
     return {Route.SERVER_INFO_JSON: json.dumps(body).encode()}
 
 
+#: ``/health`` answering 200 with its empty body.
+HEALTHY = {Route.HEALTH: b""}
+
+
+def backend_bundle(version: str, backend: str) -> HistoricalBundle:
+    """``/version`` and a JSON ``/server_info`` naming ``backend`` as the executor."""
+    return bundle(version_body(version), server_info_json(backend=backend))
+
+
 def cache_config_metrics(*series: str) -> dict[Route, bytes]:
     """``/metrics`` with one ``vllm:cache_config_info`` sample per label set given."""
     lines = [

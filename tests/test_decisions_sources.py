@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from tests._evidence import bundle, probe_stub, real_log, version_body
+from tests._evidence import HEALTHY, bundle, probe_stub, real_log, version_body
 from tests._paths import REAL
 from vllm_evidence import assess
 from vllm_evidence.decisions import (
@@ -27,8 +27,6 @@ from vllm_evidence.decisions import (
 )
 from vllm_evidence.testing.stub import Fault
 from vllm_evidence.upstream import Route
-
-HEALTHY = {Route.HEALTH: b""}
 
 
 def test_a_log_of_another_version_refuses_every_log_fact() -> None:

@@ -6,6 +6,7 @@ has two.
 from __future__ import annotations
 
 from tests._evidence import (
+    HEALTHY,
     KV_DP0,
     args,
     banner,
@@ -46,7 +47,6 @@ from vllm_evidence.upstream import Route
 
 FrontDoor = CapturedReadback | HistoricalBundle
 JSON_INFO = "GET /server_info?config_format=json"
-HEALTHY = {Route.HEALTH: b""}
 
 # --- capacity ---------------------------------------------------------------------------
 

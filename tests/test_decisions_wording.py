@@ -13,6 +13,7 @@ from typing import Protocol
 
 from tests._evidence import (
     args,
+    backend_bundle,
     banner,
     bundle,
     cache_config_metrics,
@@ -600,12 +601,8 @@ def _health(
     return decision
 
 
-def _backend(version: str, backend: str) -> HistoricalBundle:
-    return bundle(version_body(version), server_info_json(backend=backend))
-
-
 def test_health_established_names_backend_source_and_law() -> None:
-    decision = assess(_backend("0.32.0", "mp")).health_coverage
+    decision = assess(backend_bundle("0.32.0", "mp")).health_coverage
     assert isinstance(decision, HealthCoverageEstablished)
     assert decision.detail == f"executor 'mp' ({JSON_INFO}): {MP_0_32}"
 
@@ -623,7 +620,7 @@ def test_health_backend_unobserved() -> None:
 def test_health_backends_conflict() -> None:
     ray_log = log(engine_init("0.32.0", tp=1, backend="ray"))
     _says(
-        _health(_backend("0.32.0", "mp"), ray_log),
+        _health(backend_bundle("0.32.0", "mp"), ray_log),
         HealthReason.BACKEND_CONFLICT,
         f"the sources name different executor backends: 'mp' at {JSON_INFO}; "
         "'ray' at log launch 0, line 1 (EngineCore pid=200)",
@@ -661,12 +658,17 @@ def test_health_backend_without_its_version() -> None:
 
 
 def test_health_release_outside_the_table() -> None:
-    _says(_health(_backend("99.0", "mp")), HealthReason.VERSION_NOT_ESTABLISHED, OUTSIDE_99, "none")
+    _says(
+        _health(backend_bundle("99.0", "mp")),
+        HealthReason.VERSION_NOT_ESTABLISHED,
+        OUTSIDE_99,
+        "none",
+    )
 
 
 def test_health_custom_executor() -> None:
     _says(
-        _health(_backend("0.32.0", "my_pkg.CustomExecutor")),
+        _health(backend_bundle("0.32.0", "my_pkg.CustomExecutor")),
         HealthReason.BACKEND_UNKNOWN,
         "executor 'my_pkg.CustomExecutor' is not one of vLLM's named backends (a custom executor)",
         "none: a custom executor's health checks are its own",
@@ -675,7 +677,7 @@ def test_health_custom_executor() -> None:
 
 def test_health_backend_without_a_law() -> None:
     _says(
-        _health(_backend("0.32.0", "external_launcher")),
+        _health(backend_bundle("0.32.0", "external_launcher")),
         HealthReason.LAW_NOT_ESTABLISHED,
         "not established for any release: What does a 200 from /health cover under the "
         "'external_launcher' executor?",
