@@ -16,7 +16,6 @@ import contextlib
 import io
 import os
 import re
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -68,10 +67,15 @@ def _compare(name: str, actual: str) -> None:
 
 
 LOGS = sorted(
-    [*REAL.glob("*/startup.log"), *REAL.glob("*/*/startup.log"), *CAPTURES.glob("*/startup.log")]
-    + sorted((CAPTURES / "public" / "startup-log").glob("*.txt"))
+    [
+        *REAL.glob("*/startup.log"),
+        *REAL.glob("*/*/startup.log"),
+        *CAPTURES.glob("*/startup.log"),
+        *(CAPTURES / "public" / "startup-log").glob("*.txt"),
+    ]
 )
 SERVERS = sorted(p for p in REAL.iterdir() if (p / "version.body").exists())
+BARE = [*SERVERS, CAPTURES / "vllm-0.32.0-cpu-tp1-devmode"]
 
 
 def _slug(path: Path) -> str:
@@ -85,7 +89,7 @@ def test_log_command(log: Path, form: str) -> None:
     _compare(f"log/{_slug(log)}.{form}", _run(argv))
 
 
-@pytest.mark.parametrize("directory", [*SERVERS, CAPTURES / "vllm-0.32.0-cpu-tp1-devmode"], ids=_slug)
+@pytest.mark.parametrize("directory", BARE, ids=_slug)
 @pytest.mark.parametrize("form", ["json", "text"])
 def test_explain_bare_bodies(directory: Path, form: str) -> None:
     argv = ["explain", str(directory), *(["--json"] if form == "json" else [])]
@@ -136,7 +140,7 @@ def test_probe_restart_mid_batch() -> None:
 @pytest.mark.parametrize(
     "mixed",
     [("tp2-devmode", "tp2-apikey"), ("tp1-devmode-alias", "tp2-devmode")],
-    ids=lambda pair: "+".join(pair),
+    ids="+".join,
 )
 def test_explain_with_another_servers_log(mixed: tuple[str, str]) -> None:
     bodies, log = mixed
@@ -172,10 +176,7 @@ def _expected_names() -> set[str]:
     names: set[str] = set()
     for form in ("json", "text"):
         names |= {f"log/{_slug(log)}.{form}" for log in LOGS}
-        names |= {
-            f"explain/{_slug(d)}.{form}"
-            for d in [*SERVERS, CAPTURES / "vllm-0.32.0-cpu-tp1-devmode"]
-        }
+        names |= {f"explain/{_slug(d)}.{form}" for d in BARE}
         for d in SERVERS:
             for with_log in ("log", "nolog"):
                 names.add(f"probe/{_slug(d)}.{with_log}.{form}")
@@ -189,5 +190,3 @@ def _expected_names() -> set[str]:
             names |= {f"demo/{scenario}.log.{form}", f"demo/{scenario}.nolog.{form}"}
     names |= {"laws/laws.text", "laws/laws.json", "laws/laws.markdown"}
     return names
-
-
