@@ -13,8 +13,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from tests._paths import REAL
+from vllm_evidence.assessment import assess
 from vllm_evidence.capture.http import probe_sync
 from vllm_evidence.capture.startup_log import StartupLog, read_startup_log
+from vllm_evidence.decisions import FrontDoorJoinDecision
 from vllm_evidence.readback import (
     CapturedReadback,
     HistoricalBundle,
@@ -175,3 +177,8 @@ def probe_stub(
 def dev_routes_404() -> dict[Route, Fault]:
     """Development mode off: the development routes answer 404."""
     return {route: Fault(status=404, body=NOT_FOUND) for route in DEV_ROUTES}
+
+
+def front_door_join(readback: CapturedReadback | HistoricalBundle) -> FrontDoorJoinDecision:
+    """The front-door join decision for a readback alone (no startup log)."""
+    return assess(readback).front_door_join

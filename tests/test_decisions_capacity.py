@@ -19,7 +19,6 @@ from tests._evidence import (
 )
 from tests._paths import REAL
 from vllm_evidence.assessment import assess
-from vllm_evidence.capture.directory import load
 from vllm_evidence.capture.startup_log import StartupLog
 from vllm_evidence.decisions import (
     CapacityDecision,
@@ -28,7 +27,7 @@ from vllm_evidence.decisions import (
     CapacityRefused,
     CapacityReported,
 )
-from vllm_evidence.readback import CapturedReadback, HistoricalBundle
+from vllm_evidence.readback import CapturedReadback, HistoricalBundle, load
 from vllm_evidence.upstream import CapacitySource
 
 LABEL_0_32 = (

@@ -7,8 +7,8 @@ from decimal import Decimal
 from tests._evidence import bundle, probe_stub, real_log, version_body
 from tests._paths import REAL
 from vllm_evidence.assessment import assess
-from vllm_evidence.capture.directory import load
 from vllm_evidence.decisions import JoinedIncarnation, JoinReason, JoinUnestablished
+from vllm_evidence.readback import load
 from vllm_evidence.testing.stub import Fault
 from vllm_evidence.upstream import IncarnationMarkerLaw, Route
 

@@ -18,10 +18,9 @@ from tests._evidence import (
 )
 from tests._paths import REAL
 from vllm_evidence.assessment import assess
-from vllm_evidence.capture.directory import load
 from vllm_evidence.capture.startup_log import StartupLog
 from vllm_evidence.decisions import ParallelEstablished, ParallelReason, ParallelRefused
-from vllm_evidence.readback import CapturedReadback, HistoricalBundle
+from vllm_evidence.readback import CapturedReadback, HistoricalBundle, load
 from vllm_evidence.upstream import Route
 
 TP2 = banner("0.32.0") + engine_init(tp=2)

@@ -9,21 +9,23 @@ from pathlib import Path
 
 import pytest
 
+from tests._evidence import front_door_join
 from tests._paths import REAL
 from tests.test_adapters import REAL_CACHE_CONFIG_LABELS
-from vllm_evidence.capture.batch import JoinEstablished, JoinRefusal, NotFound, Parsed
-from vllm_evidence.capture.directory import MANIFEST, load, save
+from vllm_evidence.adapters.outcome import NotFound, Parsed
+from vllm_evidence.capture.directory import MANIFEST, save
 from vllm_evidence.capture.http import probe_sync
 from vllm_evidence.cli import main
+from vllm_evidence.decisions import JoinedIncarnation, JoinReason
 from vllm_evidence.errors import CaptureIntegrityError, InputError
-from vllm_evidence.readback import CapturedReadback, HistoricalBundle, readback_from_batch
-from vllm_evidence.render import front_door_document as document
+from vllm_evidence.output.front_door import front_door_document
+from vllm_evidence.readback import CapturedReadback, HistoricalBundle, load, readback_from_batch
 from vllm_evidence.testing.stub import Fault, serve_capture
 from vllm_evidence.upstream.routes import Route
 
 
 def _observations(readback: CapturedReadback | HistoricalBundle) -> dict[str, object]:
-    doc = document(readback)
+    doc = front_door_document(readback, front_door_join(readback))
     return {"routes": doc["routes"], "observations": doc["observations"], "join": doc["join"]}
 
 
@@ -38,7 +40,7 @@ def test_probe_save_load_round_trip(tmp_path: Path) -> None:
     assert loaded == original
     assert _observations(loaded) == _observations(original)
     assert isinstance(loaded.world_size, NotFound)
-    assert isinstance(loaded.join, JoinEstablished)
+    assert isinstance(front_door_join(loaded), JoinedIncarnation)
     manifest = json.loads((saved / MANIFEST).read_text())
     assert manifest["schema"] == "vllm-evidence/capture-manifest/1"
     assert manifest["batch_id"] == batch.batch_id
@@ -69,7 +71,7 @@ def test_save_refuses_an_existing_directory(tmp_path: Path) -> None:
 def test_bare_directory_is_a_historical_bundle() -> None:
     loaded = load(REAL)
     assert isinstance(loaded, HistoricalBundle)
-    assert loaded.join.reason is JoinRefusal.CALLER_ASSEMBLED
+    assert front_door_join(loaded).reason is JoinReason.CALLER_ASSEMBLED
     assert isinstance(loaded.version, Parsed)
     assert isinstance(loaded.health, Parsed)
     assert loaded.health.observation.status == 200

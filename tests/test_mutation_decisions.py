@@ -20,8 +20,8 @@ from tests._evidence import (
 )
 from vllm_evidence import assess
 from vllm_evidence.decisions import CapacityEstablished, CapacityRefused, ParallelRefused
-from vllm_evidence.decisions._sources import arm_name, route_source
 from vllm_evidence.decisions.identity import Derivation, derivation
+from vllm_evidence.readback.evidence import arm_name, route_source
 
 
 class NotFound:

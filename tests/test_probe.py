@@ -9,32 +9,30 @@ from pathlib import Path
 
 import pytest
 
+from tests._evidence import front_door_join
 from tests._paths import REAL
 from tests.conftest import ALLOWED_TARGETS, forbidden
 from vllm_evidence.adapters.metrics import MetricsObservation
 from vllm_evidence.adapters.models import ServedModels
-from vllm_evidence.adapters.server_info import ServerInfo
-from vllm_evidence.adapters.version import SelfReportedVersion
-from vllm_evidence.adapters.world_size import WorldSizeProduct
-from vllm_evidence.capture.batch import (
-    ExchangeRole,
+from vllm_evidence.adapters.outcome import (
     HttpError,
-    JoinEstablished,
-    JoinRefusal,
-    JoinRefused,
     NotFound,
     NotRequested,
     Parsed,
     Redirected,
     TimedOut,
     TooLarge,
-    Transport,
     Unauthorized,
     Unparsed,
     Unreachable,
 )
+from vllm_evidence.adapters.server_info import ServerInfo
+from vllm_evidence.adapters.version import SelfReportedVersion
+from vllm_evidence.adapters.world_size import WorldSizeProduct
+from vllm_evidence.capture.batch import ExchangeRole, Transport
 from vllm_evidence.capture.directory import save
 from vllm_evidence.capture.http import RouteClient, clean_target, probe, probe_sync
+from vllm_evidence.decisions import JoinedIncarnation, JoinReason, JoinUnestablished
 from vllm_evidence.errors import InputError
 from vllm_evidence.readback import CapturedReadback, readback_from_batch
 from vllm_evidence.testing.stub import Fault, StubRequest, serve_capture
@@ -70,9 +68,10 @@ def test_clean_probe_parses_every_route_and_joins() -> None:
     assert isinstance(readback.world_size.observation, WorldSizeProduct)
     assert isinstance(readback.health, Parsed)
     assert readback.health.observation.status == 200
-    assert readback.join == readback.join  # sealed values compare by value
-    assert isinstance(readback.join, JoinEstablished)
-    assert readback.join.process_start_seconds == Decimal("1796011852.21")
+    join = front_door_join(readback)
+    assert join == front_door_join(readback)  # sealed values compare by value
+    assert isinstance(join, JoinedIncarnation)
+    assert join.process_start_seconds == Decimal("1796011852.21")
     # the raw evidence is kept with its digest and timestamps
     exchange = readback.batch.exchange(Route.VERSION)
     assert exchange is not None
@@ -144,7 +143,7 @@ def test_dev_routes_404_are_not_found_and_not_parsed(tmp_path: Path) -> None:
         assert not _is_parsed_or_unparsed(outcome)
     assert isinstance(readback.version, Parsed)
     assert isinstance(readback.models, Parsed)
-    assert isinstance(readback.join, JoinEstablished)
+    assert isinstance(front_door_join(readback), JoinedIncarnation)
 
 
 def test_missing_body_in_directory_is_a_404(tmp_path: Path) -> None:
@@ -202,10 +201,10 @@ def test_bad_url_is_input_error(url: str) -> None:
 def test_restart_between_metrics_reads_refuses_the_join() -> None:
     with serve_capture(REAL, restart_after_metrics_reads=1) as door:
         readback = _probe(door.url)
-    assert isinstance(readback.join, JoinRefused)
-    assert readback.join.reason is JoinRefusal.MARKER_CHANGED
-    assert "1796011852.21" in readback.join.detail
-    assert "1796012852.21" in readback.join.detail
+    assert isinstance(front_door_join(readback), JoinUnestablished)
+    assert front_door_join(readback).reason is JoinReason.MARKER_CHANGED
+    assert "1796011852.21" in front_door_join(readback).detail
+    assert "1796012852.21" in front_door_join(readback).detail
     # the other routes are still captured and parsed
     assert isinstance(readback.version, Parsed)
     assert isinstance(readback.server_info_json, Parsed)
@@ -225,8 +224,8 @@ def test_absent_marker_refuses_the_join(tmp_path: Path) -> None:
     with serve_capture(directory) as door:
         readback = _probe(door.url)
     assert isinstance(readback.metrics, Parsed)
-    assert isinstance(readback.join, JoinRefused)
-    assert readback.join.reason is JoinRefusal.MARKER_ABSENT
+    assert isinstance(front_door_join(readback), JoinUnestablished)
+    assert front_door_join(readback).reason is JoinReason.MARKER_ABSENT
 
 
 def test_failed_bracket_read_refuses_the_join() -> None:
@@ -234,8 +233,8 @@ def test_failed_bracket_read_refuses_the_join() -> None:
         readback = _probe(door.url)
     assert isinstance(readback.metrics, HttpError)
     assert readback.metrics.status == 500
-    assert isinstance(readback.join, JoinRefused)
-    assert readback.join.reason is JoinRefusal.BRACKET_READ_FAILED
+    assert isinstance(front_door_join(readback), JoinUnestablished)
+    assert front_door_join(readback).reason is JoinReason.BRACKET_READ_FAILED
     assert isinstance(readback.version, Parsed)
 
 
@@ -248,7 +247,7 @@ def test_slow_route_times_out_others_still_captured() -> None:
     assert exchange.transport is Transport.TIMED_OUT
     assert exchange.body is None
     assert isinstance(readback.models, Parsed)
-    assert isinstance(readback.join, JoinEstablished)
+    assert isinstance(front_door_join(readback), JoinedIncarnation)
 
 
 def test_batch_deadline_bounds_the_whole_read() -> None:
@@ -256,8 +255,8 @@ def test_batch_deadline_bounds_the_whole_read() -> None:
         readback = _probe(door.url, timeout=5.0, deadline=0.3)
     assert isinstance(readback.version, TimedOut)
     # the closing bracket ran past the deadline, so the join cannot be established
-    assert isinstance(readback.join, JoinRefused)
-    assert readback.join.reason is JoinRefusal.BRACKET_READ_FAILED
+    assert isinstance(front_door_join(readback), JoinUnestablished)
+    assert front_door_join(readback).reason is JoinReason.BRACKET_READ_FAILED
 
 
 def test_oversize_body_is_too_large_and_nothing_kept() -> None:
@@ -308,8 +307,8 @@ def test_unreachable_server() -> None:
     readback = _probe(url, timeout=1.0, deadline=2.0)
     for outcome in (readback.version, readback.models, readback.metrics, readback.health):
         assert isinstance(outcome, Unreachable)
-    assert isinstance(readback.join, JoinRefused)
-    assert readback.join.reason is JoinRefusal.BRACKET_READ_FAILED
+    assert isinstance(front_door_join(readback), JoinUnestablished)
+    assert front_door_join(readback).reason is JoinReason.BRACKET_READ_FAILED
     assert readback.batch.bracket_open.role is ExchangeRole.BRACKET_OPEN
     assert readback.batch.bracket_open.status is None
 

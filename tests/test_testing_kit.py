@@ -16,25 +16,20 @@ from hypothesis import strategies as st
 from packaging.version import Version
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests._evidence import front_door_join
 from tests.test_metrics_differential import assert_same
 from vllm_evidence import Assessment, StartupLog, read_startup_log, readback_from_batch
 from vllm_evidence.adapters.metrics import MetricsObservation, parse_metrics
 from vllm_evidence.adapters.models import ServedModels, parse_models
+from vllm_evidence.adapters.outcome import Parsed, TimedOut, Unparsed, Unreachable
 from vllm_evidence.adapters.server_info import (
     ServerInfo,
     parse_server_info_json,
     parse_server_info_text,
 )
-from vllm_evidence.capture.batch import (
-    CaptureBatch,
-    JoinRefusal,
-    JoinRefused,
-    Parsed,
-    TimedOut,
-    Unparsed,
-    Unreachable,
-)
+from vllm_evidence.capture.batch import CaptureBatch
 from vllm_evidence.capture.http import probe_sync
+from vllm_evidence.decisions import JoinReason, JoinUnestablished
 from vllm_evidence.readback import CapturedReadback, HistoricalBundle
 from vllm_evidence.testing import (
     CACHE_CONFIG_LABELS,
@@ -327,9 +322,9 @@ def test_restart_between_probes_changes_the_marker(vllm_front_door: FrontDoorFac
 
 def test_restart_inside_a_batch_refuses_the_join(vllm_front_door: FrontDoorFactory) -> None:
     door = vllm_front_door(restart_after_metrics_reads=1)
-    join = readback_from_batch(probe_sync(door.url)).join
-    assert isinstance(join, JoinRefused)
-    assert join.reason is JoinRefusal.MARKER_CHANGED
+    join = front_door_join(readback_from_batch(probe_sync(door.url)))
+    assert isinstance(join, JoinUnestablished)
+    assert join.reason is JoinReason.MARKER_CHANGED
 
 
 def test_fault_arguments_are_checked() -> None:

@@ -39,9 +39,9 @@ from vllm_evidence.decisions import (
     decide_parallel,
     decide_served_identity,
 )
-from vllm_evidence.decisions._sources import Evidence, FrontDoor, gather
 from vllm_evidence.errors import InputError
-from vllm_evidence.render import front_door_document
+from vllm_evidence.output.front_door import front_door_document
+from vllm_evidence.readback.evidence import Evidence, FrontDoor, gather
 from vllm_evidence.upstream.laws import Law, LawNotEstablished, law_json
 
 __all__ = [
@@ -314,7 +314,9 @@ def assessment_document(assessment: Assessment) -> dict[str, Any]:
     """The public JSON document (schema ``vllm-evidence.assessment/1``)."""
     evidence = assessment.evidence
     front_door = (
-        front_door_document(evidence.front_door) if evidence.front_door is not None else None
+        front_door_document(evidence.front_door, assessment.front_door_join)
+        if evidence.front_door is not None
+        else None
     )
     log_doc: dict[str, Any] | None = None
     if assessment.startup_log is not None:

@@ -7,7 +7,7 @@ import tempfile
 from hypothesis import given, settings
 
 from vllm_evidence import Assessment, assess, probe_sync, readback_from_batch
-from vllm_evidence.capture.batch import Parsed
+from vllm_evidence.adapters.outcome import Parsed
 from vllm_evidence.decisions import JoinedIncarnation
 from vllm_evidence.testing import (
     CaptureDirectory,

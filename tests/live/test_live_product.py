@@ -14,14 +14,17 @@ from pathlib import Path
 
 import pytest
 
+from tests._evidence import front_door_join
 from vllm_evidence import assess, probe_sync, read_startup_log, readback_from_batch
+from vllm_evidence.adapters.metrics import MetricsObservation, parse_metrics
 from vllm_evidence.assessment import Assessment
-from vllm_evidence.capture.batch import JoinRefusal, JoinRefused, derive_join
 from vllm_evidence.capture.startup_log import StartupLog
 from vllm_evidence.decisions import (
     CapacityEstablished,
     IdentityReason,
     JoinedIncarnation,
+    JoinReason,
+    JoinUnestablished,
     ParallelEstablished,
     ParallelReason,
     ParallelRefused,
@@ -170,16 +173,21 @@ def test_restart_mid_batch_join_is_refused_as_marker_changed(live_root: Path) ->
     second = (directory / "second" / "metrics.body").read_bytes()
     with serve_capture(directory / "second", metrics_sequence=[first, second]) as door:
         readback = readback_from_batch(probe_sync(door.url))
-    assert isinstance(readback.join, JoinRefused), readback.join
-    assert readback.join.reason is JoinRefusal.MARKER_CHANGED
+    assert isinstance(front_door_join(readback), JoinUnestablished), front_door_join(readback)
+    assert front_door_join(readback).reason is JoinReason.MARKER_CHANGED
     assessment = assess(readback)
     assert assessment.front_door_join.reason.value == "marker_changed"
-    # The same bytes through the bracket logic directly agree.
-    opening = historical_bundle({Route.METRICS: first})
-    closing = historical_bundle({Route.METRICS: second})
-    direct = derive_join(opening.metrics, closing.metrics)
-    assert isinstance(direct, JoinRefused)
-    assert direct.reason is JoinRefusal.MARKER_CHANGED
+    # The same bytes through the metrics adapter directly agree with the bracket.
+    opening, closing = parse_metrics(first), parse_metrics(second)
+    assert isinstance(opening, MetricsObservation)
+    assert isinstance(closing, MetricsObservation)
+    assert opening.process_start_time is not None
+    assert closing.process_start_time is not None
+    assert opening.process_start_time.seconds != closing.process_start_time.seconds
+    assert readback.bracket.markers() == (
+        opening.process_start_time.seconds,
+        closing.process_start_time.seconds,
+    )
 
 
 def test_the_relaunched_server_alone_joins(live_root: Path) -> None:
@@ -190,5 +198,7 @@ def test_the_relaunched_server_alone_joins(live_root: Path) -> None:
 @pytest.mark.parametrize("half", ["first", "second"])
 def test_each_restart_half_alone_is_one_incarnation(live_root: Path, half: str) -> None:
     body = (live_root / "restart-mid-batch" / half / "metrics.body").read_bytes()
-    one = historical_bundle({Route.METRICS: body})
-    assert type(derive_join(one.metrics, one.metrics)).__name__ == "JoinEstablished"
+    second = live_root / "restart-mid-batch" / "second"
+    with serve_capture(second, metrics_sequence=[body, body]) as door:
+        readback = readback_from_batch(probe_sync(door.url))
+    assert isinstance(front_door_join(readback), JoinedIncarnation)

@@ -1,4 +1,4 @@
-"""Capture directories: a batch saved as raw bodies plus a manifest, and read back.
+"""Capture directories: a batch saved as raw bodies plus a manifest, and its bytes read back.
 
 Layout (the same stems as the real captures, so a saved directory is also readable
 as a bare one)::
@@ -8,10 +8,11 @@ as a bare one)::
     metrics__bracket_close.body      the closing bracket read
     version.body, v1_models.body, …  one per route read, with <stem>.headers
 
-:func:`load` verifies every body's SHA-256 against the manifest before anything is
-derived, then re-runs the adapters: nothing decided is ever read back from JSON.  A
-directory without ``manifest.json`` is a set of bare bodies and loads as a
-:class:`~vllm_evidence.readback.HistoricalBundle`.
+:func:`read` verifies every body's SHA-256 against the manifest before anything is
+returned and gives back the :class:`~vllm_evidence.capture.batch.CaptureBatch` (bytes
+only; :func:`vllm_evidence.load` re-runs the adapters over it: nothing decided is ever
+read back from JSON).  A directory without ``manifest.json`` is a set of
+:class:`BareBodies`, which loads as a :class:`~vllm_evidence.readback.HistoricalBundle`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import attrs
+
 from vllm_evidence.capture.batch import (
     CaptureBatch,
     Exchange,
@@ -34,15 +37,9 @@ from vllm_evidence.capture.batch import (
     mint_exchange,
 )
 from vllm_evidence.errors import CaptureIntegrityError, InputError
-from vllm_evidence.readback import (
-    CapturedReadback,
-    HistoricalBundle,
-    historical_bundle,
-    readback_from_batch,
-)
 from vllm_evidence.upstream.routes import Route
 
-__all__ = ["MANIFEST", "MANIFEST_SCHEMA", "load", "save"]
+__all__ = ["MANIFEST", "MANIFEST_SCHEMA", "BareBodies", "read", "save"]
 
 MANIFEST = "manifest.json"
 MANIFEST_SCHEMA = "vllm-evidence/capture-manifest/1"
@@ -215,7 +212,7 @@ def _exchange(directory: Path, entry: Any, index: int) -> Exchange:
         raise InputError(msg) from exc
 
 
-def _load_manifest(directory: Path) -> CapturedReadback:
+def _read_manifest(directory: Path) -> CaptureBatch:
     try:
         manifest = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
@@ -247,7 +244,7 @@ def _load_manifest(directory: Path) -> CapturedReadback:
     except ValueError as exc:
         msg = f"{where}: {exc}"
         raise InputError(msg) from exc
-    return readback_from_batch(batch)
+    return batch
 
 
 _STATUS_RE = re.compile(r"[1-5][0-9][0-9]")
@@ -266,7 +263,16 @@ def _status_line(path: Path) -> int | None:
     raise InputError(msg)
 
 
-def _load_bare(directory: Path) -> HistoricalBundle:
+@attrs.frozen
+class BareBodies:
+    """A directory of ``<route>.body`` files (and ``<route>.headers`` status lines) with
+    no manifest: bytes a caller assembled, never one bracketed batch."""
+
+    bodies: dict[Route, bytes]
+    statuses: dict[Route, int]
+
+
+def _read_bare(directory: Path) -> BareBodies:
     bodies: dict[Route, bytes] = {}
     statuses: dict[Route, int] = {}
     for route in Route:
@@ -286,20 +292,20 @@ def _load_bare(directory: Path) -> HistoricalBundle:
             "(version.body, v1_models.body, metrics.body, …)"
         )
         raise InputError(msg)
-    return historical_bundle(bodies, statuses=statuses)
+    return BareBodies(bodies=bodies, statuses=statuses)
 
 
-def load(directory: str | Path) -> CapturedReadback | HistoricalBundle:
-    """Read a capture directory back, re-deriving every observation from its bytes.
+def read(directory: str | Path) -> CaptureBatch | BareBodies:
+    """Read a capture directory's bytes back.
 
     With ``manifest.json``: every body's SHA-256 is checked first (a mismatch raises
-    :class:`CaptureIntegrityError` and nothing is derived), then the batch is rebuilt
-    and its adapters re-run.  Without: the bare bodies load as a historical bundle.
+    :class:`CaptureIntegrityError` and nothing is returned), then the batch is rebuilt.
+    Without: the bare bodies, for a historical bundle.
     """
     path = Path(directory)
     if not path.is_dir():
         msg = f"{path}: not a directory"
         raise InputError(msg)
     if (path / MANIFEST).exists():
-        return _load_manifest(path)
-    return _load_bare(path)
+        return _read_manifest(path)
+    return _read_bare(path)

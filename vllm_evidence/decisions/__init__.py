@@ -9,7 +9,6 @@ the ``reason`` enum, and end with ``assert_never``.
 
 from __future__ import annotations
 
-from vllm_evidence.decisions._sources import Evidence, Source, SourceKind
 from vllm_evidence.decisions.capacity import (
     CapacityDecision,
     CapacityEstablished,
@@ -52,6 +51,7 @@ from vllm_evidence.decisions.parallel import (
     ResolvedParallel,
     decide_parallel,
 )
+from vllm_evidence.readback.evidence import Evidence, Source, SourceKind
 
 __all__ = [
     "CapacityDecision",

@@ -26,21 +26,19 @@ from packaging.version import Version
 
 from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.adapters.metrics import MetricsObservation
+from vllm_evidence.adapters.outcome import NotRequested
 from vllm_evidence.adapters.startup_log import CapacityFormat, ProcessTag
-from vllm_evidence.capture.batch import NotRequested
 from vllm_evidence.capture.startup_log import Launch
-from vllm_evidence.decisions._sources import (
-    RESTARTED,
-    RESTARTED_REMEDY,
+from vllm_evidence.decisions._common import RESTARTED, RESTARTED_REMEDY, scope
+from vllm_evidence.measure import BlockCount, Concurrency, MeasureParseFailure, TokenCount
+from vllm_evidence.readback.evidence import (
     Evidence,
     Source,
     arm_name,
     log_source,
     parsed,
     route_source,
-    scope,
 )
-from vllm_evidence.measure import BlockCount, Concurrency, MeasureParseFailure, TokenCount
 from vllm_evidence.upstream import (
     CapacityAuthority,
     CapacityLaw,

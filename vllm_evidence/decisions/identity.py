@@ -20,16 +20,8 @@ from typing import TypeAlias, final
 import attrs
 
 from vllm_evidence._seal import Sealed, minter
-from vllm_evidence.decisions._sources import (
-    RESTARTED,
-    RESTARTED_REMEDY,
-    Evidence,
-    Source,
-    arm_name,
-    log_source,
-    route_source,
-    scope,
-)
+from vllm_evidence.decisions._common import RESTARTED, RESTARTED_REMEDY, scope
+from vllm_evidence.readback.evidence import Evidence, Source, arm_name, log_source, route_source
 from vllm_evidence.upstream import LawNotEstablished, ModelCardLaw, ReleaseLaws
 
 __all__ = [

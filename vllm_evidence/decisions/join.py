@@ -1,10 +1,11 @@
 """Front-door join: whether one capture's observations belong to one server incarnation.
 
-The probe brackets its batch with two ``/metrics`` reads; the join is established only
-when both carry the same ``process_start_time_seconds`` (derived in
-:func:`vllm_evidence.capture.batch.derive_join`).  This decision states that result
-with the incarnation-marker law of the server's release, which says when the marker
-is expected to be missing (e.g. DP>1 from 0.20 on).
+The probe brackets its batch with two ``/metrics`` reads (the readback's
+:class:`~vllm_evidence.readback.Bracket`); the join is established only when both parsed
+and carry the same ``process_start_time_seconds``, compared exactly.  Bodies a caller
+assembled have no bracket and are never joined.  The decision carries the
+incarnation-marker law of the server's release, which says when the marker is expected
+to be missing (e.g. DP>1 from 0.20 on).
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from typing import TypeAlias, final
 import attrs
 
 from vllm_evidence._seal import Sealed, minter
-from vllm_evidence.capture.batch import JoinEstablished, JoinRefusal
-from vllm_evidence.decisions._sources import Evidence, scope
+from vllm_evidence.adapters.outcome import Parsed
+from vllm_evidence.decisions._common import scope
+from vllm_evidence.readback.evidence import Evidence
 from vllm_evidence.upstream import IncarnationMarkerLaw, LawNotEstablished, ReleaseLaws
 
 __all__ = ["FrontDoorJoinDecision", "JoinReason", "JoinUnestablished", "JoinedIncarnation"]
@@ -28,10 +30,16 @@ class JoinReason(enum.Enum):
 
     ESTABLISHED = "established"
     NO_FRONT_DOOR = "no_front_door"
+    """No front-door readback was given."""
     CALLER_ASSEMBLED = "caller_assembled"
+    """The bodies were supplied by a caller, not read in one bracketed batch."""
     BRACKET_READ_FAILED = "bracket_read_failed"
+    """One of the two bracketing ``/metrics`` reads did not parse."""
     MARKER_ABSENT = "marker_absent"
+    """``process_start_time_seconds`` is missing (multi-process registry mode: the
+    default for DP>1 with internal load balancing since 0.20)."""
     MARKER_CHANGED = "marker_changed"
+    """The marker differs between the two reads: the server restarted mid-read."""
 
 
 @final
@@ -77,13 +85,6 @@ FrontDoorJoinDecision: TypeAlias = JoinedIncarnation | JoinUnestablished
 _mint_joined = minter(JoinedIncarnation, JoinedIncarnation.__attrs_init__)
 _mint_unjoined = minter(JoinUnestablished, JoinUnestablished.__attrs_init__)
 
-_REASONS = {
-    JoinRefusal.CALLER_ASSEMBLED: JoinReason.CALLER_ASSEMBLED,
-    JoinRefusal.BRACKET_READ_FAILED: JoinReason.BRACKET_READ_FAILED,
-    JoinRefusal.MARKER_ABSENT: JoinReason.MARKER_ABSENT,
-    JoinRefusal.MARKER_CHANGED: JoinReason.MARKER_CHANGED,
-}
-
 _REMEDIES = {
     JoinReason.NO_FRONT_DOOR: "probe the server's front door",
     JoinReason.CALLER_ASSEMBLED: (
@@ -110,8 +111,45 @@ def decide_front_door_join(evidence: Evidence) -> FrontDoorJoinDecision:
         )
     laws = scope(evidence.front_door_version())
     law = laws.incarnation_marker() if isinstance(laws, ReleaseLaws) else None
-    join = front_door.join
-    if isinstance(join, JoinEstablished):
-        return _mint_joined(process_start_seconds=join.process_start_seconds, law=law)
-    reason = _REASONS[join.reason]
-    return _mint_unjoined(reason=reason, detail=join.detail, remedy=_REMEDIES[reason], law=law)
+    bracket = front_door.bracket
+    if bracket is None:
+        return _unjoined(
+            JoinReason.CALLER_ASSEMBLED,
+            "bodies supplied by a caller were not read in one bracketed batch",
+            law,
+        )
+    opening, closing = bracket.opening, bracket.closing
+    if not isinstance(opening, Parsed):
+        return _unjoined(
+            JoinReason.BRACKET_READ_FAILED,
+            f"opening /metrics read: {type(opening).__name__}",
+            law,
+        )
+    if not isinstance(closing, Parsed):
+        return _unjoined(
+            JoinReason.BRACKET_READ_FAILED,
+            f"closing /metrics read: {type(closing).__name__}",
+            law,
+        )
+    first = opening.observation.process_start_time
+    last = closing.observation.process_start_time
+    if first is None or last is None:
+        side = "opening" if first is None else "closing"
+        return _unjoined(
+            JoinReason.MARKER_ABSENT,
+            f"process_start_time_seconds absent from the {side} /metrics read",
+            law,
+        )
+    if first.seconds != last.seconds:
+        return _unjoined(
+            JoinReason.MARKER_CHANGED,
+            f"process_start_time_seconds {first.seconds} then {last.seconds}",
+            law,
+        )
+    return _mint_joined(process_start_seconds=first.seconds, law=law)
+
+
+def _unjoined(
+    reason: JoinReason, detail: str, law: IncarnationMarkerLaw | LawNotEstablished | None
+) -> JoinUnestablished:
+    return _mint_unjoined(reason=reason, detail=detail, remedy=_REMEDIES[reason], law=law)

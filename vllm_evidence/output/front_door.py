@@ -1,16 +1,18 @@
-"""JSON-ready documents of observations: what the front door and the log showed.
+"""The front door's JSON section: what each route's read ended in, and what it showed.
 
-These documents carry observations only; decisions are rendered by
-:mod:`vllm_evidence.assessment`.  Keys named in the README are a public contract.
+This section carries observations and the front-door join; the other decisions are
+rendered by :mod:`vllm_evidence.output.assessment`.  Keys named in the README are a
+public contract.
 """
 
 from __future__ import annotations
 
 from typing import Any, TypeVar, assert_never
 
+from vllm_evidence.adapters import outcome as b
+from vllm_evidence.adapters.outcome import Outcome, Parsed
 from vllm_evidence.adapters.server_info import ServerInfo
-from vllm_evidence.capture import batch as b
-from vllm_evidence.capture.batch import JoinEstablished, Outcome, Parsed
+from vllm_evidence.decisions.join import FrontDoorJoinDecision, JoinedIncarnation
 from vllm_evidence.readback import CapturedReadback, HistoricalBundle
 
 __all__ = ["front_door_document"]
@@ -73,8 +75,10 @@ def _server_info_json(info: ServerInfo | None) -> dict[str, Any] | None:
     }
 
 
-def front_door_document(readback: CapturedReadback | HistoricalBundle) -> dict[str, Any]:
-    """The JSON document for a captured readback or historical bundle."""
+def front_door_document(
+    readback: CapturedReadback | HistoricalBundle, join: FrontDoorJoinDecision
+) -> dict[str, Any]:
+    """The JSON section for a captured readback or historical bundle and its join."""
     routes = {
         "version": readback.version,
         "v1_models": readback.models,
@@ -84,8 +88,7 @@ def front_door_document(readback: CapturedReadback | HistoricalBundle) -> dict[s
         "server_info__config_format_json": readback.server_info_json,
         "get_world_size": readback.world_size,
     }
-    join = readback.join
-    if isinstance(join, JoinEstablished):
+    if isinstance(join, JoinedIncarnation):
         join_doc: dict[str, Any] = {
             "established": True,
             "process_start_time_seconds": str(join.process_start_seconds),

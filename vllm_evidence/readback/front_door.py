@@ -1,10 +1,10 @@
-"""Readbacks: one server's front-door observations, grouped by route, with a join status.
+"""Readbacks: one server's front-door observations, grouped by route, with the bracket.
 
 * :class:`CapturedReadback` is built from one :class:`~vllm_evidence.capture.batch.CaptureBatch`;
-  its join status is derived from the batch's ``/metrics`` bracket.
-* :class:`HistoricalBundle` is built from bodies a caller supplies; its join is
-  :class:`~vllm_evidence.capture.batch.JoinRefused` with ``CALLER_ASSEMBLED``, always:
-  nothing can make it joined.
+  it carries the batch's ``/metrics`` :class:`Bracket` (the opening and closing reads),
+  which the front-door join decision compares.
+* :class:`HistoricalBundle` is built from bodies a caller supplies; it has no bracket
+  (``bracket`` is ``None``), so nothing can make it joined.
 
 Each holds one ``/version`` outcome, read once: a readback that would name two builds
 has no constructor.
@@ -13,6 +13,7 @@ has no constructor.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from decimal import Decimal
 from typing import TypeVar, final
 
 import attrs
@@ -22,6 +23,14 @@ from vllm_evidence.adapters.failure import BodyParseFailure
 from vllm_evidence.adapters.health import HealthAnswer
 from vllm_evidence.adapters.metrics import MetricsObservation, parse_metrics
 from vllm_evidence.adapters.models import ServedModels, parse_models
+from vllm_evidence.adapters.outcome import (
+    Outcome,
+    Parsed,
+    derive_outcome,
+    exchange_outcome,
+    health_outcome,
+    not_requested,
+)
 from vllm_evidence.adapters.server_info import (
     ServerInfo,
     parse_server_info_json,
@@ -29,27 +38,60 @@ from vllm_evidence.adapters.server_info import (
 )
 from vllm_evidence.adapters.version import SelfReportedVersion, parse_version
 from vllm_evidence.adapters.world_size import WorldSizeProduct, parse_world_size
-from vllm_evidence.capture.batch import (
-    CaptureBatch,
-    JoinRefusal,
-    JoinRefused,
-    JoinStatus,
-    Outcome,
-    Transport,
-    derive_join,
-    derive_outcome,
-    exchange_outcome,
-    health_outcome,
-    metrics_outcome,
-    not_requested,
-    refuse_join,
-)
+from vllm_evidence.capture.batch import CaptureBatch, Exchange, Transport
 from vllm_evidence.errors import InputError
 from vllm_evidence.upstream.routes import Route
 
 T = TypeVar("T")
 
-__all__ = ["CapturedReadback", "HistoricalBundle", "historical_bundle", "readback_from_batch"]
+__all__ = [
+    "Bracket",
+    "CapturedReadback",
+    "HistoricalBundle",
+    "historical_bundle",
+    "readback_from_batch",
+]
+
+
+@final
+@attrs.frozen(init=False)
+class Bracket(Sealed):
+    """The two ``/metrics`` reads that open and close one probe batch, as they ended.
+
+    These are facts, not a verdict: whether they join the batch into one incarnation
+    is decided by :func:`vllm_evidence.decisions.decide_front_door_join`.
+    """
+
+    __public_constructor__ = "vllm_evidence.readback.readback_from_batch()"
+
+    opening: Outcome[MetricsObservation]
+    closing: Outcome[MetricsObservation]
+
+    def markers(self) -> tuple[Decimal | None, Decimal | None] | None:
+        """Both reads' ``process_start_time_seconds`` (``None`` where absent), exact;
+        ``None`` when either read did not parse."""
+        if not isinstance(self.opening, Parsed) or not isinstance(self.closing, Parsed):
+            return None
+        first = self.opening.observation.process_start_time
+        last = self.closing.observation.process_start_time
+        return (
+            None if first is None else first.seconds,
+            None if last is None else last.seconds,
+        )
+
+    def marker_changed(self) -> bool:
+        """Both reads carried the marker and it differs: a restart mid-batch."""
+        markers = self.markers()
+        if markers is None or markers[0] is None or markers[1] is None:
+            return False
+        return markers[0] != markers[1]
+
+
+_mint_bracket = minter(Bracket, Bracket.__attrs_init__)
+
+
+def _metrics_outcome(exchange: Exchange) -> Outcome[MetricsObservation]:
+    return exchange_outcome(exchange, parse_metrics)
 
 
 @final
@@ -60,8 +102,8 @@ class CapturedReadback(Sealed):
     __public_constructor__ = "vllm_evidence.readback.readback_from_batch()"
 
     batch: CaptureBatch
-    join: JoinStatus
-    """Derived from the two ``/metrics`` reads that bracket the batch."""
+    bracket: Bracket
+    """The two ``/metrics`` reads that bracket the batch."""
     version: Outcome[SelfReportedVersion]
     models: Outcome[ServedModels]
     metrics: Outcome[MetricsObservation]
@@ -76,9 +118,9 @@ _mint_captured = minter(CapturedReadback, CapturedReadback.__attrs_init__)
 
 
 def readback_from_batch(batch: CaptureBatch) -> CapturedReadback:
-    """Run every route's adapter over a batch and derive its join status."""
-    opening = metrics_outcome(batch.bracket_open)
-    closing = metrics_outcome(batch.bracket_close)
+    """Run every route's adapter over a batch, the two bracketing reads included."""
+    opening = _metrics_outcome(batch.bracket_open)
+    closing = _metrics_outcome(batch.bracket_close)
 
     def health() -> Outcome[HealthAnswer]:
         exchange = batch.exchange(Route.HEALTH)
@@ -100,7 +142,7 @@ def readback_from_batch(batch: CaptureBatch) -> CapturedReadback:
     world_ex = batch.exchange(Route.GET_WORLD_SIZE)
     return _mint_captured(
         batch=batch,
-        join=derive_join(opening, closing),
+        bracket=_mint_bracket(opening=opening, closing=closing),
         version=not_requested(Route.VERSION)
         if version_ex is None
         else exchange_outcome(version_ex, parse_version),
@@ -137,12 +179,9 @@ class HistoricalBundle(Sealed):
     world_size: Outcome[WorldSizeProduct]
 
     @property
-    def join(self) -> JoinRefused:
-        """Always refused: caller-assembled bodies carry no incarnation bracket."""
-        return refuse_join(
-            JoinRefusal.CALLER_ASSEMBLED,
-            "bodies supplied by a caller were not read in one bracketed batch",
-        )
+    def bracket(self) -> None:
+        """Always ``None``: caller-assembled bodies carry no incarnation bracket."""
+        return None
 
 
 _mint_historical = minter(HistoricalBundle, HistoricalBundle.__attrs_init__)

@@ -1,4 +1,5 @@
-"""What the decisions read: one server's evidence, by source, with the version each carries.
+"""The joined view the decisions read: one server's evidence, by source, with the version
+each carries.
 
 Every decision takes an :class:`Evidence` — the front-door readback (or ``None``) and
 one launch of a startup log (or ``None``) — and reads observations only through the
@@ -22,14 +23,23 @@ from packaging.version import Version
 
 from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.adapters.models import ServedModels
+from vllm_evidence.adapters.outcome import Outcome, Parsed
 from vllm_evidence.adapters.server_info import ServerInfo
 from vllm_evidence.adapters.startup_log import ProcessTag
-from vllm_evidence.capture.batch import JoinRefusal, JoinRefused, Outcome, Parsed
 from vllm_evidence.capture.startup_log import Launch
-from vllm_evidence.readback import CapturedReadback, HistoricalBundle
-from vllm_evidence.upstream import ReleaseLaws, VersionNotEstablished, laws_for
+from vllm_evidence.readback.front_door import CapturedReadback, HistoricalBundle
 
-__all__ = ["Evidence", "FrontDoor", "Source", "SourceKind"]
+__all__ = [
+    "Evidence",
+    "FrontDoor",
+    "Source",
+    "SourceKind",
+    "arm_name",
+    "gather",
+    "log_source",
+    "parsed",
+    "route_source",
+]
 
 FrontDoor = CapturedReadback | HistoricalBundle
 """A front-door readback: one bracketed probe batch, or caller-supplied bodies."""
@@ -117,8 +127,8 @@ class Evidence(Sealed):
 
     def front_door_restarted(self) -> bool:
         """Whether the bracket saw two incarnations (``process_start_time_seconds`` changed)."""
-        join = None if self.front_door is None else self.front_door.join
-        return isinstance(join, JoinRefused) and join.reason is JoinRefusal.MARKER_CHANGED
+        bracket = None if self.front_door is None else self.front_door.bracket
+        return bracket is not None and bracket.marker_changed()
 
     def sources_conflict(self) -> str | None:
         """Why the log cannot describe the server behind the front door, or ``None``.
@@ -166,16 +176,3 @@ _mint_evidence = minter(Evidence, Evidence.__attrs_init__)
 def gather(front_door: FrontDoor | None, launch: Launch | None) -> Evidence:
     """Bundle a server's sources (package-internal: :func:`vllm_evidence.assess`)."""
     return _mint_evidence(front_door=front_door, launch=launch)
-
-
-#: The detail of a front-door fact that cannot be scoped because the server restarted.
-RESTARTED = (
-    "the server restarted during the probe (process_start_time_seconds changed): "
-    "/version and the other routes may come from different processes"
-)
-RESTARTED_REMEDY = "probe again once the server is up"
-
-
-def scope(version: Version | None) -> ReleaseLaws | VersionNotEstablished | None:
-    """The laws for a version, ``None`` when the version is unobserved."""
-    return None if version is None else laws_for(version)

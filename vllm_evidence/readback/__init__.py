@@ -1,0 +1,52 @@
+"""Readback: the one joined view of a server, built from what the adapters read.
+
+* :mod:`~vllm_evidence.readback.front_door` — a captured readback (one bracketed probe
+  batch, route by route, with its ``/metrics`` :class:`Bracket`) or a historical bundle
+  (caller-supplied bodies, no bracket, never joined);
+* :mod:`~vllm_evidence.readback.evidence` — :class:`Evidence`: a front-door readback and
+  one launch of a startup log, each observation with its :class:`Source`, which is what
+  every decision reads;
+* :func:`load` — a saved capture directory, its digests verified and every observation
+  re-derived from the bytes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from vllm_evidence.capture.directory import BareBodies, read
+from vllm_evidence.readback.evidence import Evidence, FrontDoor, Source, SourceKind
+from vllm_evidence.readback.front_door import (
+    Bracket,
+    CapturedReadback,
+    HistoricalBundle,
+    historical_bundle,
+    readback_from_batch,
+)
+
+__all__ = [
+    "Bracket",
+    "CapturedReadback",
+    "Evidence",
+    "FrontDoor",
+    "HistoricalBundle",
+    "Source",
+    "SourceKind",
+    "historical_bundle",
+    "load",
+    "readback_from_batch",
+]
+
+
+def load(directory: str | Path) -> CapturedReadback | HistoricalBundle:
+    """Read a capture directory back, re-deriving every observation from its bytes.
+
+    With ``manifest.json``: every body's SHA-256 is checked first (a mismatch raises
+    :class:`~vllm_evidence.errors.CaptureIntegrityError` and nothing is derived), then
+    the batch is rebuilt and its adapters re-run.  Without: the bare bodies load as a
+    historical bundle.
+    """
+    bytes_read = read(directory)
+    if isinstance(bytes_read, BareBodies):
+        return historical_bundle(bytes_read.bodies, statuses=bytes_read.statuses)
+    return readback_from_batch(bytes_read)
