@@ -18,11 +18,12 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from vllm_evidence.assessment import Assessment, assess, assessment_document
+    from vllm_evidence.assessment import Assessment, assess
     from vllm_evidence.capture.directory import save
     from vllm_evidence.capture.http import probe, probe_sync
     from vllm_evidence.capture.startup_log import LogReadFailure, StartupLog, read_startup_log
     from vllm_evidence.errors import CaptureIntegrityError, EvidenceError, InputError
+    from vllm_evidence.output.assessment import assessment_document
     from vllm_evidence.readback import historical_bundle, load, readback_from_batch
     from vllm_evidence.upstream import laws_for
 
@@ -48,7 +49,7 @@ __all__ = [
 _LAZY: dict[str, str] = {
     "Assessment": "vllm_evidence.assessment",
     "assess": "vllm_evidence.assessment",
-    "assessment_document": "vllm_evidence.assessment",
+    "assessment_document": "vllm_evidence.output.assessment",
     "load": "vllm_evidence.readback",
     "save": "vllm_evidence.capture.directory",
     "probe": "vllm_evidence.capture.http",

@@ -14,7 +14,8 @@ What the seal closes, and how:
 * ``copy.copy`` / ``copy.deepcopy``: sealed values are immutable, so a copy *is*
   the original (``__copy__`` returns ``self``); no new instance is made.
 * ``pickle``: ``__reduce_ex__`` raises; a sealed value crosses a process boundary
-  only as JSON through :mod:`vllm_evidence.serialize`, which re-derives it.
+  only as its raw evidence (a capture directory saved by :func:`vllm_evidence.save`,
+  a startup-log file), which the receiving process reads again.
 * a bare ``cattrs.Converter().structure``: it calls the class, which raises.
 * subclassing: ``@final`` for the type checker, and :meth:`Sealed.__init_subclass__`
   refuses any class that is not a direct subclass defined inside this package.
@@ -84,7 +85,8 @@ class Sealed:
     def __reduce_ex__(self, protocol: object) -> Never:
         msg = (
             f"{type(self).__qualname__} is sealed and cannot be pickled; "
-            "serialize it with vllm_evidence.serialize, which re-derives it from raw evidence"
+            "send its raw evidence instead (vllm_evidence.save() a capture, or the log "
+            "file) and read it again on the other side"
         )
         raise SealedTypeError(msg)
 

@@ -15,7 +15,7 @@ from vllm_evidence.adapters.server_info import ServerInfo
 from vllm_evidence.decisions.join import FrontDoorJoinDecision, JoinedIncarnation
 from vllm_evidence.readback import CapturedReadback, HistoricalBundle
 
-__all__ = ["front_door_document"]
+__all__ = ["front_door_document", "route_outcomes"]
 
 ObsT = TypeVar("ObsT")
 
@@ -75,11 +75,9 @@ def _server_info_json(info: ServerInfo | None) -> dict[str, Any] | None:
     }
 
 
-def front_door_document(
-    readback: CapturedReadback | HistoricalBundle, join: FrontDoorJoinDecision
-) -> dict[str, Any]:
-    """The JSON section for a captured readback or historical bundle and its join."""
-    routes = {
+def route_outcomes(readback: CapturedReadback | HistoricalBundle) -> dict[str, dict[str, Any]]:
+    """Each route's arm, by route stem, in report order."""
+    routes: dict[str, Outcome[Any]] = {
         "version": readback.version,
         "v1_models": readback.models,
         "metrics": readback.metrics,
@@ -88,6 +86,13 @@ def front_door_document(
         "server_info__config_format_json": readback.server_info_json,
         "get_world_size": readback.world_size,
     }
+    return {stem: _arm(outcome) for stem, outcome in routes.items()}
+
+
+def front_door_document(
+    readback: CapturedReadback | HistoricalBundle, join: FrontDoorJoinDecision
+) -> dict[str, Any]:
+    """The JSON section for a captured readback or historical bundle and its join."""
     if isinstance(join, JoinedIncarnation):
         join_doc: dict[str, Any] = {
             "established": True,
@@ -124,7 +129,7 @@ def front_door_document(
     return {
         "source": source,
         "join": join_doc,
-        "routes": {stem: _arm(outcome) for stem, outcome in routes.items()},
+        "routes": route_outcomes(readback),
         "observations": {
             "version": None if version is None else version.raw,
             "models": None
