@@ -9,8 +9,9 @@ import pytest
 
 from tests._evidence import banner, engine_init, log, one_line_capacity, probe_stub, real_log
 from tests._paths import REAL
-from vllm_evidence.assessment import CLAIMS, assess, assessment_document, claim_established
+from vllm_evidence.assessment import CLAIMS, assess, claim_established
 from vllm_evidence.errors import InputError
+from vllm_evidence.output.assessment import assessment_document
 from vllm_evidence.readback import load
 
 
