@@ -72,7 +72,9 @@ class ParseFailureReason(enum.Enum):
 class MeasureParseFailure(Sealed):
     """Wire text that did not parse as the measure it was read as."""
 
-    __public_constructor__ = "a measure's parse() classmethod"
+    __public_constructor__ = (
+        "vllm_evidence.measure.TokenCount.parse() (or another measure's parse())"
+    )
 
     measure: str
     """The measure's type name, e.g. ``"TokenCount"``."""

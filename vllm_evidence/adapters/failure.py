@@ -21,7 +21,9 @@ class BodyParseFailure(Sealed):
     never a default standing in for one.
     """
 
-    __public_constructor__ = "the vllm_evidence.adapters parse_* functions"
+    __public_constructor__ = (
+        "vllm_evidence.adapters.version.parse_version() (or another adapter's parse_*())"
+    )
 
     route: Route
     """The route whose adapter read the body."""

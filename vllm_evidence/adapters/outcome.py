@@ -44,7 +44,9 @@ ObsT = TypeVar("ObsT")
 class Parsed(Sealed, Generic[ObsT]):
     """The route answered 200 and its adapter read the body: the only arm with knowledge."""
 
-    __public_constructor__ = "vllm_evidence.adapters.outcome.derive_outcome()"
+    __public_constructor__ = (
+        "vllm_evidence.readback_from_batch() or vllm_evidence.historical_bundle()"
+    )
     route: Route
     observation: ObsT
 
@@ -54,7 +56,9 @@ class Parsed(Sealed, Generic[ObsT]):
 class NotFound(Sealed):
     """404: the route is not registered (e.g. development mode off)."""
 
-    __public_constructor__ = "vllm_evidence.adapters.outcome.derive_outcome()"
+    __public_constructor__ = (
+        "vllm_evidence.readback_from_batch() or vllm_evidence.historical_bundle()"
+    )
     route: Route
 
 
@@ -63,7 +67,9 @@ class NotFound(Sealed):
 class Unauthorized(Sealed):
     """401 or 403: the route wants credentials this probe did not have."""
 
-    __public_constructor__ = "vllm_evidence.adapters.outcome.derive_outcome()"
+    __public_constructor__ = (
+        "vllm_evidence.readback_from_batch() or vllm_evidence.historical_bundle()"
+    )
     route: Route
     status: int
 
@@ -73,7 +79,9 @@ class Unauthorized(Sealed):
 class Unparsed(Sealed):
     """200, but the body is not what the route yields: answered is not knowledge."""
 
-    __public_constructor__ = "vllm_evidence.adapters.outcome.derive_outcome()"
+    __public_constructor__ = (
+        "vllm_evidence.readback_from_batch() or vllm_evidence.historical_bundle()"
+    )
     route: Route
     failure: BodyParseFailure
 
@@ -83,7 +91,9 @@ class Unparsed(Sealed):
 class HttpError(Sealed):
     """Any other status (4xx, 5xx, or a 2xx other than 200)."""
 
-    __public_constructor__ = "vllm_evidence.adapters.outcome.derive_outcome()"
+    __public_constructor__ = (
+        "vllm_evidence.readback_from_batch() or vllm_evidence.historical_bundle()"
+    )
     route: Route
     status: int
 
@@ -93,7 +103,9 @@ class HttpError(Sealed):
 class Redirected(Sealed):
     """A 3xx.  Redirects are not followed: where it pointed is recorded, not read."""
 
-    __public_constructor__ = "vllm_evidence.adapters.outcome.derive_outcome()"
+    __public_constructor__ = (
+        "vllm_evidence.readback_from_batch() or vllm_evidence.historical_bundle()"
+    )
     route: Route
     status: int
     location: str | None
@@ -104,7 +116,9 @@ class Redirected(Sealed):
 class TimedOut(Sealed):
     """No complete answer within the per-request timeout or the batch deadline."""
 
-    __public_constructor__ = "vllm_evidence.adapters.outcome.derive_outcome()"
+    __public_constructor__ = (
+        "vllm_evidence.readback_from_batch() or vllm_evidence.historical_bundle()"
+    )
     route: Route
     detail: str
 
@@ -114,7 +128,9 @@ class TimedOut(Sealed):
 class Unreachable(Sealed):
     """No answer at all (connection refused or reset, TLS failure, protocol error)."""
 
-    __public_constructor__ = "vllm_evidence.adapters.outcome.derive_outcome()"
+    __public_constructor__ = (
+        "vllm_evidence.readback_from_batch() or vllm_evidence.historical_bundle()"
+    )
     route: Route
     detail: str
 
@@ -124,7 +140,9 @@ class Unreachable(Sealed):
 class TooLarge(Sealed):
     """The body passed the size cap; nothing of it was kept."""
 
-    __public_constructor__ = "vllm_evidence.adapters.outcome.derive_outcome()"
+    __public_constructor__ = (
+        "vllm_evidence.readback_from_batch() or vllm_evidence.historical_bundle()"
+    )
     route: Route
     limit: int
 
@@ -134,7 +152,9 @@ class TooLarge(Sealed):
 class NotRequested(Sealed):
     """The route was not part of the read (development routes not asked for, or no body)."""
 
-    __public_constructor__ = "vllm_evidence.adapters.outcome.derive_outcome()"
+    __public_constructor__ = (
+        "vllm_evidence.readback_from_batch() or vllm_evidence.historical_bundle()"
+    )
     route: Route
 
 

@@ -44,7 +44,9 @@ class ParallelConfiguration(Sealed):
     An absent ``data_parallel_size`` (text form before 0.10.2) is unobserved, never 1.
     """
 
-    __public_constructor__ = "vllm_evidence.adapters.server_info.parse_server_info_*()"
+    __public_constructor__ = (
+        "vllm_evidence.adapters.server_info.parse_server_info_text() or parse_server_info_json()"
+    )
 
     tensor_parallel_size: int | None
     pipeline_parallel_size: int | None
@@ -66,7 +68,9 @@ _mint_parallel = minter(ParallelConfiguration, ParallelConfiguration.__attrs_ini
 class ServerInfo(Sealed):
     """One parsed ``/server_info`` answer."""
 
-    __public_constructor__ = "vllm_evidence.adapters.server_info.parse_server_info_*()"
+    __public_constructor__ = (
+        "vllm_evidence.adapters.server_info.parse_server_info_text() or parse_server_info_json()"
+    )
 
     form: ServerInfoForm
     parallel: ParallelConfiguration

@@ -100,10 +100,10 @@ class Exchange(Sealed):
         return None
 
 
-_mint_exchange_raw = minter(Exchange, Exchange.__attrs_init__)
+_mint_exchange_fields = minter(Exchange, Exchange.__attrs_init__)
 
 
-def mint_exchange(
+def _new_exchange(
     *,
     route: Route,
     role: ExchangeRole,
@@ -123,7 +123,7 @@ def mint_exchange(
         msg = "exchange timestamps must be timezone-aware"
         raise ValueError(msg)
     kept = tuple((k.lower(), v) for k, v in headers if k.lower() in RECORDED_HEADERS)
-    return _mint_exchange_raw(
+    return _mint_exchange_fields(
         route=route,
         role=role,
         transport=transport,
@@ -172,7 +172,7 @@ class CaptureBatch(Sealed):
 _mint_batch = minter(CaptureBatch, CaptureBatch.__attrs_init__)
 
 
-def mint_batch(
+def _new_batch(
     *,
     batch_id: str,
     target: str,

@@ -33,8 +33,8 @@ from vllm_evidence.capture.batch import (
     Exchange,
     ExchangeRole,
     Transport,
-    mint_batch,
-    mint_exchange,
+    _new_batch,
+    _new_exchange,
 )
 from vllm_evidence.errors import CaptureIntegrityError, InputError
 from vllm_evidence.upstream.routes import Route
@@ -193,7 +193,7 @@ def _exchange(directory: Path, entry: Any, index: int) -> Exchange:
             )
             raise CaptureIntegrityError(msg)
     try:
-        return mint_exchange(
+        return _new_exchange(
             route=route,
             role=role,
             transport=transport,
@@ -233,7 +233,7 @@ def _read_manifest(directory: Path) -> CaptureBatch:
     from vllm_evidence.capture.http import clean_target
 
     try:
-        batch = mint_batch(
+        batch = _new_batch(
             batch_id=_field(manifest, "batch_id", str, where),
             # A hand-edited manifest may carry credentials: never keep or print them.
             target=clean_target(_field(manifest, "target", str, where)),

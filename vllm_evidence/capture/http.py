@@ -20,8 +20,8 @@ from vllm_evidence.capture.batch import (
     Exchange,
     ExchangeRole,
     Transport,
-    mint_batch,
-    mint_exchange,
+    _new_batch,
+    _new_exchange,
 )
 from vllm_evidence.errors import InputError
 from vllm_evidence.upstream.routes import PROBE_ROUTES, Route
@@ -158,7 +158,7 @@ class RouteClient:
         except httpx.TransportError as exc:
             transport, body = Transport.UNREACHABLE, None
             detail = f"{type(exc).__name__}: {exc}"
-        return mint_exchange(
+        return _new_exchange(
             route=route,
             role=role,
             transport=transport,
@@ -233,7 +233,7 @@ async def probe(
         closing = await layer.get(Route.METRICS, ExchangeRole.BRACKET_CLOSE)
     if sent is not None:
         sent.extend(wire)
-    return mint_batch(
+    return _new_batch(
         batch_id=uuid.uuid4().hex,
         target=target,
         bracket_open=opening,
