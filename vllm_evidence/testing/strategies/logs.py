@@ -4,11 +4,19 @@
   release's format, restarts included, with what each launch printed
   (:class:`GeneratedLaunch`, :class:`GeneratedCapacity`); :func:`startup_logs` draws its
   bytes and :func:`read_startup_logs` the :class:`StartupLog` the reader makes of them.
+* :func:`_capacity_report` and :func:`_capacity_messages` are the one capacity-line
+  generator: the figures a capacity report prints and its lines, in the V0 blocks
+  format, the V1 two-line format, or the one-line format of 0.32 on.
+* :func:`_reader_launches` and :func:`_render_reader_launch` draw free-form launches for
+  the reader's own property tests: capacity reports in either V1 format, any number,
+  mixed in one launch, after the version line of 0.6.6, 0.10.1.1, 0.11 or 0.32, with
+  ANSI tags or none.
 
 A new release's log format goes here: its process-tag names in :func:`_engine_tag` and
 :func:`_worker_tag`, what its launch prints (banner, argument line, rank and memory
 lines, which capacity format and how often) in :func:`_launch`, gated on
 ``_at_least(release, "<the release>")``, and its route table in :func:`_route_table`.
+A new capacity-line format is a new ``format`` name in :func:`_capacity_messages`.
 The release itself is added to :data:`~._common.RELEASES` first.
 
 This module imports hypothesis but never pytest.
@@ -17,7 +25,7 @@ This module imports hypothesis but never pytest.
 from __future__ import annotations
 
 import io
-from typing import final
+from typing import Final, final
 
 import attrs
 from hypothesis import strategies as st
@@ -92,6 +100,64 @@ class GeneratedLog:
 
     text: bytes
     launches: tuple[GeneratedLaunch, ...]
+
+
+# --------------------------------------------------------------------------------------
+# Capacity reports: the one capacity-line generator
+
+#: The device a V1 engine names in its KV cache size line.
+_devices = st.sampled_from(["GPU", "GPU", "CPU", "XPU"])
+
+#: The two V1 capacity formats: two lines before 0.32, one line from 0.32.
+_V1_FORMATS: Final = ("v1_two_line", "v1_one_line")
+
+
+def _capacity_report(
+    draw: st.DrawFn, fmt: str, device: str, max_model_len: int
+) -> GeneratedCapacity:
+    """The figures of one capacity report in format ``fmt`` (tokens and concurrency drawn)."""
+    tokens = draw(st.integers(0, 10**9))
+    concurrency = f"{draw(st.integers(0, 99999))}.{draw(st.integers(0, 99)):02d}"
+    return GeneratedCapacity(
+        fmt, device, None if fmt == "v0_blocks" else tokens, max_model_len, concurrency
+    )
+
+
+@st.composite
+def _v1_capacity_reports(draw: st.DrawFn) -> GeneratedCapacity:
+    """One V1 capacity report of any shape: either format, any device and context length."""
+    fmt = draw(st.sampled_from(_V1_FORMATS))
+    return _capacity_report(draw, fmt, draw(_devices), draw(st.integers(1, 10**7)))
+
+
+def _capacity_messages(capacity: GeneratedCapacity, *, gpu_blocks: int = 0) -> list[str]:
+    """The messages (the text after each record's prefix) that print ``capacity``.
+
+    The V0 format prints ``gpu_blocks`` (blocks, not tokens) and the context length
+    without thousands separators; V1 prints both with them, on two lines or (from 0.32)
+    one.
+    """
+    c = capacity
+    if c.tokens is None:  # the V0 blocks format
+        return [
+            f"# GPU blocks: {gpu_blocks}, # CPU blocks: 2048",
+            f"Maximum concurrency for {c.max_model_len} tokens per request: {c.concurrency}x",
+        ]
+    size = f"{c.device} KV cache size: {c.tokens:,} tokens"
+    concurrency = (
+        f"Maximum concurrency for {c.max_model_len:,} tokens per request: {c.concurrency}x"
+    )
+    if c.format == "v1_one_line":
+        return [f"{size}, {concurrency}"]
+    return [size, concurrency]
+
+
+def _memory_message(figure: str) -> str:
+    return f"Available KV cache memory: {figure} GiB"
+
+
+# --------------------------------------------------------------------------------------
+# Startup logs, release by release
 
 
 _RECORD_NOISE = (
@@ -214,55 +280,30 @@ def _launch(draw: st.DrawFn, release: str, api_pid: int) -> tuple[GeneratedLaunc
                     _worker_tag(release, r % tp),
                     api_pid + 10 + r,
                     "gpu_worker.py",
-                    f"Available KV cache memory: {figure} GiB",
+                    _memory_message(figure),
                 )
             )
     capacity: list[GeneratedCapacity] = []
-    device = "GPU" if v0 else draw(st.sampled_from(["GPU", "GPU", "CPU", "XPU"]))
+    device = "GPU" if v0 else draw(_devices)
     repeats = workers if release in ("0.8.5", "0.9.2", "0.10.2", "0.11.0") else 1
+    if v0:
+        fmt = "v0_blocks"
+    elif _at_least(release, "0.32.0"):
+        fmt = "v1_one_line"
+    else:
+        fmt = "v1_two_line"
     for i in range(dp):
-        tokens = draw(st.integers(0, 10**9))
-        conc = f"{draw(st.integers(0, 99999))}.{draw(st.integers(0, 99)):02d}"
+        report = _capacity_report(draw, fmt, device, max_len)
         tag, pid = _engine_tag(release, i, dp), api_pid + 1 + i
         for _ in range(repeats):
             if v0:
                 blocks = draw(st.integers(0, 10**6))
-                lines.append(
-                    rec(None, 0, "gpu_executor.py", f"# GPU blocks: {blocks}, # CPU blocks: 2048")
-                )
-                lines.append(
-                    rec(
-                        None,
-                        0,
-                        "gpu_executor.py",
-                        f"Maximum concurrency for {max_len} tokens per request: {conc}x",
-                    )
-                )
-                capacity.append(GeneratedCapacity("v0_blocks", "GPU", None, max_len, conc))
-            elif _at_least(release, "0.32.0"):
-                lines.append(
-                    rec(
-                        tag,
-                        pid,
-                        "kv_cache_utils.py",
-                        f"{device} KV cache size: {tokens:,} tokens, Maximum concurrency for "
-                        f"{max_len:,} tokens per request: {conc}x",
-                    )
-                )
-                capacity.append(GeneratedCapacity("v1_one_line", device, tokens, max_len, conc))
+                messages = _capacity_messages(report, gpu_blocks=blocks)
+                lines.extend(rec(None, 0, "gpu_executor.py", m) for m in messages)
             else:
-                lines.append(
-                    rec(tag, pid, "kv_cache_utils.py", f"{device} KV cache size: {tokens:,} tokens")
-                )
-                lines.append(
-                    rec(
-                        tag,
-                        pid,
-                        "kv_cache_utils.py",
-                        f"Maximum concurrency for {max_len:,} tokens per request: {conc}x",
-                    )
-                )
-                capacity.append(GeneratedCapacity("v1_two_line", device, tokens, max_len, conc))
+                messages = _capacity_messages(report)
+                lines.extend(rec(tag, pid, "kv_cache_utils.py", m) for m in messages)
+            capacity.append(report)
     # The HTTP server's route table (launcher.py), printed once the engine is up; a log
     # cut before that has none. Development mode adds its routes (and, from 0.32, the
     # SECURITY WARNING line vLLM logs when it registers them).
@@ -398,3 +439,67 @@ def read_startup_logs(*, logs: SearchStrategy[bytes] | None = None) -> SearchStr
     """:class:`StartupLog` values, read by ``read_startup_log`` from ``logs``
     (default :func:`startup_logs`)."""
     return (startup_logs() if logs is None else logs).map(_read_log)
+
+
+# --------------------------------------------------------------------------------------
+# Free-form launches, for the reader's property tests
+
+
+@final
+@attrs.frozen
+class _ReaderLaunch:
+    """A free-form launch: the figures its lines print (see :func:`_reader_launches`)."""
+
+    api_pid: int
+    version: str
+    capacity: tuple[GeneratedCapacity, ...]
+    """V1 capacity reports, in either format, in the order printed."""
+    memory: tuple[str, ...]
+    """``Available KV cache memory`` figures as printed."""
+
+
+@st.composite
+def _reader_launches(draw: st.DrawFn, pid: int) -> _ReaderLaunch:
+    """A launch whose API server has ``pid``: a version line (0.6.6 to 0.32, and 0.10.1.1,
+    a release :data:`~._common.RELEASES` does not list), up to two memory figures
+    (``-0.00`` to ``99.99``), and up to three capacity reports of any V1 shape."""
+    version = draw(st.sampled_from(["0.10.1.1", "0.11.0", "0.32.0", "0.6.6.post1"]))
+    caps = tuple(draw(st.lists(_v1_capacity_reports(), max_size=3)))
+    sign = st.sampled_from(["", "-"])
+    mem = tuple(
+        f"{draw(sign)}{draw(st.integers(0, 99))}.{draw(st.integers(0, 99)):02d}"
+        for _ in range(draw(st.integers(0, 2)))
+    )
+    return _ReaderLaunch(api_pid=pid, version=version, capacity=caps, memory=mem)
+
+
+_READER_NOISE = (
+    "INFO 09-03 02:11:08 [__init__.py:241] Automatically detected platform cuda.",
+    "(VllmWorker TP0 pid=900) INFO 09-03 02:12:01 [cuda.py:328] Using Flash Attention backend.",
+    "Loading safetensors checkpoint shards: 100% Completed | 1/1",
+    "  warnings.warn(",
+    "(APIServer pid=1) INFO:     Started server process [1]",
+)
+
+
+def _render_reader_launch(
+    launch: _ReaderLaunch, *, ansi: bool, crlf: bool, noise: list[int]
+) -> list[str]:
+    """The launch as log lines, each with its line end (noise lines interleaved at the
+    given positions; every record is tagged, in ANSI cyan when ``ansi``)."""
+
+    def tag(name: str, pid: int) -> str:
+        t = f"({name} pid={pid})"
+        return f"\x1b[1;36m{t}\x1b[0;0m " if ansi else t + " "
+
+    pre = "INFO 01-02 03:04:05 [kv_cache_utils.py:1] "
+    out = [tag("APIServer", launch.api_pid) + pre + f"vLLM API server version {launch.version}"]
+    engine = tag("EngineCore_DP0", launch.api_pid + 1) + pre
+    worker = tag("Worker", launch.api_pid + 2) + pre
+    out.extend(worker + _memory_message(m) for m in launch.memory)
+    for c in launch.capacity:
+        out.extend(engine + m for m in _capacity_messages(c))
+    for i, n in enumerate(noise):
+        out.insert(1 + min(n, len(out) - 1), _READER_NOISE[i % len(_READER_NOISE)])
+    end = "\r\n" if crlf else "\n"
+    return [line + end for line in out]
