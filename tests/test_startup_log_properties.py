@@ -8,8 +8,10 @@ import re
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from tests.strategies_log import GenLaunch, launches, render
 from vllm_evidence.capture.startup_log import StartupLog, read_startup_log
+from vllm_evidence.testing.strategies.logs import _reader_launches as launches
+from vllm_evidence.testing.strategies.logs import _ReaderLaunch as GenLaunch
+from vllm_evidence.testing.strategies.logs import _render_reader_launch as render
 
 
 @st.composite

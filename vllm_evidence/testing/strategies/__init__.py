@@ -1,0 +1,80 @@
+"""Hypothesis strategies for vLLM front-door bodies, startup logs, and the sealed types.
+
+Wire formats come back as ``bytes`` (what a server sends or a log file holds); the
+sealed evidence types come back built only through this package's public functions
+(:func:`~vllm_evidence.readback.historical_bundle`,
+:func:`~vllm_evidence.capture.startup_log.read_startup_log`,
+:func:`~vllm_evidence.assessment.assess`, and the stub front door with
+:func:`~vllm_evidence.capture.http.probe_sync`).  Formats follow what each vLLM release
+prints (label sets of ``vllm:cache_config_info``, log prefixes and capacity lines).
+
+Every public name is importable from here; they live in:
+
+* :mod:`.bodies`: route bodies (``/metrics``, ``/v1/models``, ``/version``,
+  ``/server_info`` text and JSON, and what a capture puts beside them);
+* :mod:`.logs`: startup logs of each release, with the figures they printed;
+* :mod:`.captures`: whole captures drawn as one consistent launch, and the sealed
+  types built from them (bundles, readbacks, batches, assessments, parsed bodies);
+* :mod:`._common`: :data:`RELEASES`, :data:`CACHE_CONFIG_LABELS`, and what the
+  others share.
+
+A new vLLM release starts in :mod:`._common` (:data:`RELEASES`); each module's
+docstring says where that release's formats go.
+
+This package imports hypothesis but never pytest.
+"""
+
+from __future__ import annotations
+
+from vllm_evidence.testing.strategies._common import CACHE_CONFIG_LABELS, RELEASES
+from vllm_evidence.testing.strategies.bodies import (
+    metrics_bodies,
+    models_bodies,
+    server_info_jsons,
+    server_info_texts,
+    version_bodies,
+)
+from vllm_evidence.testing.strategies.captures import (
+    CaptureDirectory,
+    assessments,
+    capture_batches,
+    capture_directories,
+    captured_readbacks,
+    historical_bundles,
+    metrics_observations,
+    served_models,
+    server_infos,
+)
+from vllm_evidence.testing.strategies.logs import (
+    GeneratedCapacity,
+    GeneratedLaunch,
+    GeneratedLog,
+    read_startup_logs,
+    startup_log_examples,
+    startup_logs,
+)
+
+__all__ = [
+    "CACHE_CONFIG_LABELS",
+    "RELEASES",
+    "CaptureDirectory",
+    "GeneratedCapacity",
+    "GeneratedLaunch",
+    "GeneratedLog",
+    "assessments",
+    "capture_batches",
+    "capture_directories",
+    "captured_readbacks",
+    "historical_bundles",
+    "metrics_bodies",
+    "metrics_observations",
+    "models_bodies",
+    "read_startup_logs",
+    "served_models",
+    "server_info_jsons",
+    "server_info_texts",
+    "server_infos",
+    "startup_log_examples",
+    "startup_logs",
+    "version_bodies",
+]

@@ -1,0 +1,505 @@
+"""Startup logs of many vLLM releases, with the figures each launch printed.
+
+* :func:`startup_log_examples` draws a whole log (:class:`GeneratedLog`) in one
+  release's format, restarts included, with what each launch printed
+  (:class:`GeneratedLaunch`, :class:`GeneratedCapacity`); :func:`startup_logs` draws its
+  bytes and :func:`read_startup_logs` the :class:`StartupLog` the reader makes of them.
+* :func:`_capacity_report` and :func:`_capacity_messages` are the one capacity-line
+  generator: the figures a capacity report prints and its lines, in the V0 blocks
+  format, the V1 two-line format, or the one-line format of 0.32 on.
+* :func:`_reader_launches` and :func:`_render_reader_launch` draw free-form launches for
+  the reader's own property tests: capacity reports in either V1 format, any number,
+  mixed in one launch, after the version line of 0.6.6, 0.10.1.1, 0.11 or 0.32, with
+  ANSI tags or none.
+
+A new release's log format goes here: its process-tag names in :func:`_engine_tag` and
+:func:`_worker_tag`, what its launch prints (banner, argument line, rank and memory
+lines, which capacity format and how often) in :func:`_launch`, gated on
+``_at_least(release, "<the release>")``, and its route table in :func:`_route_table`.
+A new capacity-line format is a new ``format`` name in :func:`_capacity_messages`.
+The release itself is added to :data:`~._common.RELEASES` first.
+
+This module imports hypothesis but never pytest.
+"""
+
+from __future__ import annotations
+
+import io
+from typing import Final, final
+
+import attrs
+from hypothesis import strategies as st
+from hypothesis.strategies import SearchStrategy
+
+from vllm_evidence.capture.startup_log import StartupLog, read_startup_log
+from vllm_evidence.testing.strategies._common import (
+    _at_least,
+    _check_range,
+    _config_text,
+    _model_paths,
+    _names,
+    _Parallel,
+    _release,
+)
+
+__all__ = [
+    "GeneratedCapacity",
+    "GeneratedLaunch",
+    "GeneratedLog",
+    "read_startup_logs",
+    "startup_log_examples",
+    "startup_logs",
+]
+
+# --------------------------------------------------------------------------------------
+# Startup logs
+
+
+@final
+@attrs.frozen
+class GeneratedCapacity:
+    """One capacity report a generated log printed (what a reader must find)."""
+
+    format: str
+    """``"v0_blocks"``, ``"v1_two_line"`` or ``"v1_one_line"`` (the reader's format names)."""
+    device: str
+    tokens: int | None
+    """``None`` for the V0 blocks format, which prints blocks, not tokens."""
+    max_model_len: int
+    concurrency: str
+    """The concurrency exactly as printed (``"37.68"``)."""
+
+
+@final
+@attrs.frozen
+class GeneratedLaunch:
+    """One launch of a generated log, with the figures it printed."""
+
+    release: str
+    api_server_pid: int | None
+    """``None`` before process tags (0.6.6)."""
+    tensor_parallel_size: int
+    pipeline_parallel_size: int
+    data_parallel_size: int | None
+    """``None`` where the engine-init line does not print it (before 0.10.2)."""
+    served_model_name: str
+    capacity: tuple[GeneratedCapacity, ...]
+    available_memory: tuple[str, ...]
+    """Each worker's ``Available KV cache memory`` figure as printed."""
+    ranks: tuple[tuple[int, int], ...]
+    """``(rank, world_size)`` of each ``world_size=… rank=…`` line, in order."""
+    development_mode: bool | None
+    """Whether the printed route table has the development routes; ``None`` when the
+    launch printed no route table."""
+
+
+@final
+@attrs.frozen
+class GeneratedLog:
+    """A generated startup log and what it holds, launch by launch."""
+
+    text: bytes
+    launches: tuple[GeneratedLaunch, ...]
+
+
+# --------------------------------------------------------------------------------------
+# Capacity reports: the one capacity-line generator
+
+#: The device a V1 engine names in its KV cache size line.
+_devices = st.sampled_from(["GPU", "GPU", "CPU", "XPU"])
+
+#: The two V1 capacity formats: two lines before 0.32, one line from 0.32.
+_V1_FORMATS: Final = ("v1_two_line", "v1_one_line")
+
+
+def _capacity_report(
+    draw: st.DrawFn, fmt: str, device: str, max_model_len: int
+) -> GeneratedCapacity:
+    """The figures of one capacity report in format ``fmt`` (tokens and concurrency drawn)."""
+    tokens = draw(st.integers(0, 10**9))
+    concurrency = f"{draw(st.integers(0, 99999))}.{draw(st.integers(0, 99)):02d}"
+    return GeneratedCapacity(
+        fmt, device, None if fmt == "v0_blocks" else tokens, max_model_len, concurrency
+    )
+
+
+@st.composite
+def _v1_capacity_reports(draw: st.DrawFn) -> GeneratedCapacity:
+    """One V1 capacity report of any shape: either format, any device and context length."""
+    fmt = draw(st.sampled_from(_V1_FORMATS))
+    return _capacity_report(draw, fmt, draw(_devices), draw(st.integers(1, 10**7)))
+
+
+def _capacity_messages(capacity: GeneratedCapacity, *, gpu_blocks: int = 0) -> list[str]:
+    """The messages (the text after each record's prefix) that print ``capacity``.
+
+    The V0 format prints ``gpu_blocks`` (blocks, not tokens) and the context length
+    without thousands separators; V1 prints both with them, on two lines or (from 0.32)
+    one.
+    """
+    c = capacity
+    if c.tokens is None:  # the V0 blocks format
+        return [
+            f"# GPU blocks: {gpu_blocks}, # CPU blocks: 2048",
+            f"Maximum concurrency for {c.max_model_len} tokens per request: {c.concurrency}x",
+        ]
+    size = f"{c.device} KV cache size: {c.tokens:,} tokens"
+    concurrency = (
+        f"Maximum concurrency for {c.max_model_len:,} tokens per request: {c.concurrency}x"
+    )
+    if c.format == "v1_one_line":
+        return [f"{size}, {concurrency}"]
+    return [size, concurrency]
+
+
+def _memory_message(figure: str) -> str:
+    return f"Available KV cache memory: {figure} GiB"
+
+
+# --------------------------------------------------------------------------------------
+# Startup logs, release by release
+
+
+_RECORD_NOISE = (
+    "INFO {d} [__init__.py:241] Automatically detected platform cuda.",
+    "WARNING {d} [system_utils.py:255] Found ulimit of 20000 and failed to automatically increase.",
+    "INFO {d} [model.py:733] Resolved architecture: LlamaForCausalLM",
+    "INFO {d} [cuda.py:328] Using Flash Attention backend on V1 engine.",
+    "DEBUG {d} [utils.py:12] Waiting for 1 local, 0 remote core engine proc(s) to start.",
+)
+_BARE_NOISE = (
+    "Loading safetensors checkpoint shards: 100% Completed | 1/1 [00:00<00:00,  3.21it/s]",
+    "  warnings.warn(",
+    "",
+    "INFO:     Started server process [1]",
+    'INFO:     127.0.0.1:50312 - "GET /metrics HTTP/1.1" 200 OK',
+    "Capturing CUDA graphs: 10%|\u2588 | 1/10\rCapturing CUDA graphs: 100%|\u2588| 10/10",
+    "[W1130 04:11:13.123456 ProcessGroupNCCL.cpp:4561] Warning: using the default backend.",
+)
+_BANNER = (
+    "\u2584\u2584 \u2584\u2588 \u2588     \u2588     \u2588 \u2580\u2584\u2580 \u2588  version "
+)
+_DATE = "09-03 02:12:26"
+
+
+def _engine_tag(release: str, index: int, dp: int) -> str:
+    if release == "0.8.5":
+        return "EngineCore_0"
+    if release == "0.9.2":
+        return f"EngineCore_{index}"
+    if _at_least(release, "0.20.0") and dp == 1:
+        return "EngineCore"
+    return f"EngineCore_DP{index}"
+
+
+def _worker_tag(release: str, rank: int) -> str:
+    if release == "0.8.5":
+        return f"VllmWorker rank={rank}"
+    if _at_least(release, "0.32.0"):
+        return f"Worker_TP{rank}"
+    return f"VllmWorker TP{rank}"
+
+
+@st.composite
+def _launch(draw: st.DrawFn, release: str, api_pid: int) -> tuple[GeneratedLaunch, list[str]]:
+    v0 = release == "0.6.6.post1"
+    ansi = release in ("0.10.2", "0.11.0") or (
+        not v0 and not _at_least(release, "0.33.0") and draw(st.booleans())
+    )
+
+    def rec(tag: str | None, pid: int, file: str, msg: str, level: str = "INFO") -> str:
+        if v0:
+            return f"{level} {_DATE} {file}:76] {msg}"
+        t = f"({tag} pid={pid})"
+        if ansi:
+            t = f"\x1b[1;36m{t}\x1b[0;0m"
+        return f"{t} {level} {_DATE} [{file}:{draw(st.integers(1, 3000))}] {msg}"
+
+    tp = draw(st.sampled_from([1, 1, 2, 4]))
+    pp = draw(st.sampled_from([1, 1, 2]))
+    dp = draw(st.sampled_from([1, 1, 2])) if _at_least(release, "0.10.2") else 1
+    model = draw(_model_paths())
+    served = draw(st.one_of(st.just(model), _names))
+    max_len = draw(st.integers(1, 10**7))
+    lines: list[str] = []
+    engine_lines: set[int] = set()
+    if _at_least(release, "0.32.0"):
+        lines.append(rec("APIServer", api_pid, "api_utils.py", _BANNER + release))
+    else:
+        lines.append(
+            rec("APIServer", api_pid, "api_server.py", f"vLLM API server version {release}")
+        )
+    if _at_least(release, "0.10.2"):
+        args = [f"'model': '{model}'", f"'served_model_name': ['{served}']"]
+        args.extend(f"'tensor_parallel_size': {tp}" for _ in range(tp > 1))
+        args.extend(f"'pipeline_parallel_size': {pp}" for _ in range(pp > 1))
+        args.extend(f"'data_parallel_size': {dp}" for _ in range(dp > 1))
+        lines.append(
+            rec("APIServer", api_pid, "utils.py", "non-default args: {" + ", ".join(args) + "}")
+        )
+    parallel = _Parallel(tp=tp, pp=pp, dp=dp, pcp=1, dcp=1, backend="mp")
+    config = _config_text(release, model, served, parallel, max_len)
+    for i in range(dp):
+        pid = api_pid + 1 + i
+        head = "Initializing an LLM engine" if v0 else "Initializing a V1 LLM engine"
+        engine_lines.add(len(lines))
+        lines.append(
+            rec(
+                _engine_tag(release, i, dp),
+                pid,
+                "core.py" if not v0 else "llm_engine.py",
+                f"{head} (v{release}) with config: {config}",
+            )
+        )
+    workers = tp * pp
+    ranks: list[tuple[int, int]] = []
+    memory: list[str] = []
+    if _at_least(release, "0.10.2") and dp == 1:
+        for r in range(workers):
+            ranks.append((r, workers))
+            lines.append(
+                rec(
+                    _worker_tag(release, r % tp),
+                    api_pid + 10 + r,
+                    "parallel_state.py",
+                    f"world_size={workers} rank={r} local_rank={r} "
+                    "distributed_init_method=tcp://127.0.0.1:29500 backend=nccl",
+                )
+            )
+        for r in range(workers):
+            whole, cents = draw(st.integers(0, 80)), draw(st.integers(1, 99))
+            sign = draw(st.sampled_from(["", "", "-"]))
+            figure = (
+                f"{sign}{whole}.{cents:02d}"
+                if not _at_least(release, "0.20.0")
+                else str(round(float(f"{sign}{whole}.{cents:02d}"), 2))
+            )
+            memory.append(figure)
+            lines.append(
+                rec(
+                    _worker_tag(release, r % tp),
+                    api_pid + 10 + r,
+                    "gpu_worker.py",
+                    _memory_message(figure),
+                )
+            )
+    capacity: list[GeneratedCapacity] = []
+    device = "GPU" if v0 else draw(_devices)
+    repeats = workers if release in ("0.8.5", "0.9.2", "0.10.2", "0.11.0") else 1
+    if v0:
+        fmt = "v0_blocks"
+    elif _at_least(release, "0.32.0"):
+        fmt = "v1_one_line"
+    else:
+        fmt = "v1_two_line"
+    for i in range(dp):
+        report = _capacity_report(draw, fmt, device, max_len)
+        tag, pid = _engine_tag(release, i, dp), api_pid + 1 + i
+        for _ in range(repeats):
+            if v0:
+                blocks = draw(st.integers(0, 10**6))
+                messages = _capacity_messages(report, gpu_blocks=blocks)
+                lines.extend(rec(None, 0, "gpu_executor.py", m) for m in messages)
+            else:
+                messages = _capacity_messages(report)
+                lines.extend(rec(tag, pid, "kv_cache_utils.py", m) for m in messages)
+            capacity.append(report)
+    # The HTTP server's route table (launcher.py), printed once the engine is up; a log
+    # cut before that has none. Development mode adds its routes (and, from 0.32, the
+    # SECURITY WARNING line vLLM logs when it registers them).
+    routes_printed = draw(st.booleans())
+    development = draw(st.booleans()) if routes_printed and _at_least(release, "0.8.5") else False
+    if routes_printed:
+        if development and _at_least(release, "0.32.0"):
+            lines.append(
+                rec(
+                    "APIServer",
+                    api_pid,
+                    "__init__.py",
+                    "SECURITY WARNING: Development endpoints are enabled! This should NOT be "
+                    "used in production!",
+                    "WARNING",
+                )
+            )
+        for path, methods in _route_table(release, development=development):
+            lines.append(
+                rec("APIServer", api_pid, "launcher.py", f"Route: {path}, Methods: {methods}")
+            )
+    # Noise anywhere after the launch's first line; a bare (prefix-less) line never
+    # follows an engine-init line, the longest line (it would read as a hard wrap).
+    for at in sorted(draw(st.lists(st.integers(1, len(lines)), max_size=6)), reverse=True):
+        bare = draw(st.booleans()) and (at - 1) not in engine_lines
+        if bare:
+            noise = draw(st.sampled_from(_BARE_NOISE))
+        else:
+            template = draw(st.sampled_from(_RECORD_NOISE))
+            level, _, rest = template.partition(" {d} ")
+            file, _, msg = rest.partition("] ")
+            noise = rec("APIServer", api_pid, file.strip("[").split(":")[0], msg, level)
+        lines.insert(at, noise)
+    launch = GeneratedLaunch(
+        release=release,
+        api_server_pid=None if v0 else api_pid,
+        tensor_parallel_size=tp,
+        pipeline_parallel_size=pp,
+        data_parallel_size=dp if _at_least(release, "0.10.2") else None,
+        served_model_name=served,
+        capacity=tuple(capacity),
+        available_memory=tuple(memory),
+        ranks=tuple(ranks),
+        development_mode=development if routes_printed else None,
+    )
+    return launch, lines
+
+
+def _route_table(release: str, *, development: bool) -> list[tuple[str, str]]:
+    """The routes a launch registers, as its route table prints them."""
+    table = [
+        ("/openapi.json", "HEAD, GET"),
+        ("/docs", "HEAD, GET"),
+        ("/health", "GET"),
+        ("/metrics", "GET"),
+        ("/tokenize", "POST"),
+        ("/version", "GET"),
+        ("/v1/models", "GET"),
+        ("/v1/chat/completions", "POST"),
+        ("/v1/completions", "POST"),
+    ]
+    if development:
+        table += [("/server_info", "GET"), ("/reset_prefix_cache", "POST")]
+        if _at_least(release, "0.10.2"):
+            table.append(("/collective_rpc", "POST"))
+        if _at_least(release, "0.20.0"):
+            table.append(("/get_world_size", "GET"))
+    return table
+
+
+# What a collector puts before each line: nothing, a docker timestamp, or a
+# docker-compose service column.
+_WRAPPERS = ("", "2025-09-03T02:11:14.123456789Z ", "vllm-1  | ", "vllm-server-1  | ")
+
+
+@st.composite
+def _log(
+    draw: st.DrawFn, release: str | None, min_launches: int, max_launches: int
+) -> GeneratedLog:
+    count = draw(st.integers(min_launches, max_launches))
+    chosen = draw(_release(release))
+    launches: list[GeneratedLaunch] = []
+    lines: list[str] = []
+    for i in range(count):
+        launch, text = draw(_launch(chosen, 100 * (i + 1) + draw(st.integers(0, 40))))
+        launches.append(launch)
+        lines.extend(text)
+    wrapper = draw(st.sampled_from(_WRAPPERS))
+    end = draw(st.sampled_from(["\n", "\r\n"]))
+    body = "".join(f"{wrapper}{line}{end}" for line in lines)
+    return GeneratedLog(text=body.encode("utf-8"), launches=tuple(launches))
+
+
+def startup_log_examples(
+    *, release: str | None = None, min_launches: int = 1, max_launches: int = 3
+) -> SearchStrategy[GeneratedLog]:
+    """Generated startup logs with the figures each launch printed.
+
+    Every launch (a restart appends one) is in one release's format (``release=None``
+    draws the release):
+    0.6.6's prefix without ``[`` and V0 ``# GPU blocks`` lines; process tags (ANSI
+    cyan where that release colours them) and per-release engine-core and worker
+    names; two-line V1 capacity with thousands separators (per worker before 0.13),
+    the one-line format from 0.32; engine-init lines per DP engine; rank and
+    available-memory lines; the HTTP server's route table (or none, as when a log stops
+    before the server started), with the development routes when development mode is
+    drawn (and, from 0.32, its ``SECURITY WARNING`` line).  Real-world noise is
+    interleaved (uvicorn, progress bars with carriage returns, warnings, glog lines),
+    and the whole log may be wrapped by docker timestamps or a docker-compose service
+    column (``vllm-1  | ``), with CRLF line ends.
+    """
+    _check_range("launches", min_launches, max_launches, floor=1)
+    return _log(release, min_launches, max_launches)
+
+
+def startup_logs(
+    *, release: str | None = None, min_launches: int = 1, max_launches: int = 3
+) -> SearchStrategy[bytes]:
+    """The bytes of :func:`startup_log_examples` (a log file's content)."""
+    return startup_log_examples(
+        release=release, min_launches=min_launches, max_launches=max_launches
+    ).map(lambda example: example.text)
+
+
+def _read_log(text: bytes) -> StartupLog:
+    log = read_startup_log(io.BytesIO(text))
+    if not isinstance(log, StartupLog):  # pragma: no cover - generated logs are never empty
+        raise TypeError(log.describe())
+    return log
+
+
+def read_startup_logs(*, logs: SearchStrategy[bytes] | None = None) -> SearchStrategy[StartupLog]:
+    """:class:`StartupLog` values, read by ``read_startup_log`` from ``logs``
+    (default :func:`startup_logs`)."""
+    return (startup_logs() if logs is None else logs).map(_read_log)
+
+
+# --------------------------------------------------------------------------------------
+# Free-form launches, for the reader's property tests
+
+
+@final
+@attrs.frozen
+class _ReaderLaunch:
+    """A free-form launch: the figures its lines print (see :func:`_reader_launches`)."""
+
+    api_pid: int
+    version: str
+    capacity: tuple[GeneratedCapacity, ...]
+    """V1 capacity reports, in either format, in the order printed."""
+    memory: tuple[str, ...]
+    """``Available KV cache memory`` figures as printed."""
+
+
+@st.composite
+def _reader_launches(draw: st.DrawFn, pid: int) -> _ReaderLaunch:
+    """A launch whose API server has ``pid``: a version line (0.6.6 to 0.32, and 0.10.1.1,
+    a release :data:`~._common.RELEASES` does not list), up to two memory figures
+    (``-0.00`` to ``99.99``), and up to three capacity reports of any V1 shape."""
+    version = draw(st.sampled_from(["0.10.1.1", "0.11.0", "0.32.0", "0.6.6.post1"]))
+    caps = tuple(draw(st.lists(_v1_capacity_reports(), max_size=3)))
+    sign = st.sampled_from(["", "-"])
+    mem = tuple(
+        f"{draw(sign)}{draw(st.integers(0, 99))}.{draw(st.integers(0, 99)):02d}"
+        for _ in range(draw(st.integers(0, 2)))
+    )
+    return _ReaderLaunch(api_pid=pid, version=version, capacity=caps, memory=mem)
+
+
+_READER_NOISE = (
+    "INFO 09-03 02:11:08 [__init__.py:241] Automatically detected platform cuda.",
+    "(VllmWorker TP0 pid=900) INFO 09-03 02:12:01 [cuda.py:328] Using Flash Attention backend.",
+    "Loading safetensors checkpoint shards: 100% Completed | 1/1",
+    "  warnings.warn(",
+    "(APIServer pid=1) INFO:     Started server process [1]",
+)
+
+
+def _render_reader_launch(
+    launch: _ReaderLaunch, *, ansi: bool, crlf: bool, noise: list[int]
+) -> list[str]:
+    """The launch as log lines, each with its line end (noise lines interleaved at the
+    given positions; every record is tagged, in ANSI cyan when ``ansi``)."""
+
+    def tag(name: str, pid: int) -> str:
+        t = f"({name} pid={pid})"
+        return f"\x1b[1;36m{t}\x1b[0;0m " if ansi else t + " "
+
+    pre = "INFO 01-02 03:04:05 [kv_cache_utils.py:1] "
+    out = [tag("APIServer", launch.api_pid) + pre + f"vLLM API server version {launch.version}"]
+    engine = tag("EngineCore_DP0", launch.api_pid + 1) + pre
+    worker = tag("Worker", launch.api_pid + 2) + pre
+    out.extend(worker + _memory_message(m) for m in launch.memory)
+    for c in launch.capacity:
+        out.extend(engine + m for m in _capacity_messages(c))
+    for i, n in enumerate(noise):
+        out.insert(1 + min(n, len(out) - 1), _READER_NOISE[i % len(_READER_NOISE)])
+    end = "\r\n" if crlf else "\n"
+    return [line + end for line in out]
