@@ -1,0 +1,122 @@
+"""The seal's rules, read from the source: who may mint a sealed class, and how it is named.
+
+* Only the module that defines a sealed class calls :func:`~vllm_evidence._seal.minter`
+  for it, and the minter is bound to a private name (``_mint_…``).
+* No public function mints: a public name that builds a sealed value from arbitrary
+  fields would be a side door around the parsers and decisions.
+* Every sealed class's ``__public_constructor__`` names public objects that exist:
+  the error message a user reads points somewhere real.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import pkgutil
+import re
+from pathlib import Path
+
+import pytest
+
+import vllm_evidence
+from vllm_evidence._seal import Sealed
+
+PACKAGE = Path(vllm_evidence.__file__).parent
+
+
+def minting_violations(source: str, where: str) -> list[str]:
+    """Every breach of the minting rules in one module's source."""
+    tree = ast.parse(source)
+    defined = {node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)}
+    bad: list[str] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith(
+            "mint"
+        ):
+            bad.append(f"{where}:{node.lineno}: public minting function {node.name}")
+        if not isinstance(node, ast.Assign | ast.AnnAssign):
+            continue
+        value = node.value
+        if not (
+            isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Name)
+            and value.func.id == "minter"
+        ):
+            continue
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        bad.extend(
+            f"{where}:{node.lineno}: a minter bound to a public name"
+            for target in targets
+            if not (isinstance(target, ast.Name) and target.id.startswith("_"))
+        )
+        first = value.args[0] if value.args else None
+        if not (isinstance(first, ast.Name) and first.id in defined):
+            name = ast.unparse(first) if first is not None else "?"
+            bad.append(f"{where}:{node.lineno}: minter for {name}, defined in another module")
+    return bad
+
+
+def test_only_the_defining_module_mints() -> None:
+    bad: list[str] = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        if path.name == "_seal.py":
+            continue
+        rel = path.relative_to(PACKAGE.parent).as_posix()
+        bad += minting_violations(path.read_text(encoding="utf-8"), rel)
+    assert bad == []
+
+
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("from x import Foreign\n_mint = minter(Foreign, Foreign.__attrs_init__)\n", "another"),
+        ("class A: ...\nmint_a = minter(A, A.__attrs_init__)\n", "public name"),
+        ("def mint_batch(**kw): ...\n", "public minting function"),
+    ],
+)
+def test_each_rule_catches_its_breach(source: str, expected: str) -> None:
+    found = minting_violations(source, "m.py")
+    assert len(found) == 1
+    assert expected in found[0]
+
+
+def test_the_defining_module_may_mint_privately() -> None:
+    source = "class A: ...\n_mint_a = minter(A, A.__attrs_init__)\n"
+    assert minting_violations(source, "m.py") == []
+
+
+def _sealed_classes() -> list[type[Sealed]]:
+    for info in pkgutil.walk_packages(vllm_evidence.__path__, "vllm_evidence."):
+        if info.name.endswith((".__main__", ".installed")):
+            continue  # runs the CLI / imports vLLM itself
+        importlib.import_module(info.name)
+    return sorted(Sealed.__subclasses__(), key=lambda c: f"{c.__module__}.{c.__qualname__}")
+
+
+_NAME = re.compile(r"\bvllm_evidence(?:\.\w+)+(?:\(\))?")
+
+
+def _resolve(dotted: str) -> object:
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        try:
+            obj: object = importlib.import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for attr in parts[cut:]:
+            obj = getattr(obj, attr)
+        return obj
+    raise AssertionError(dotted)
+
+
+@pytest.mark.parametrize("cls", _sealed_classes(), ids=lambda c: c.__qualname__)
+def test_public_constructor_names_real_public_objects(cls: type[Sealed]) -> None:
+    text = cls.__public_constructor__
+    names = _NAME.findall(text)
+    assert names, f"{cls.__qualname__}.__public_constructor__ names nothing: {text!r}"
+    for name in names:
+        dotted = name.removesuffix("()")
+        assert not any(part.startswith("_") for part in dotted.split(".")), name
+        obj = _resolve(dotted)
+        if name.endswith("()"):
+            assert callable(obj), name
