@@ -10,18 +10,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from tests._paths import REAL
-from vllm_evidence.upstream import (
-    CacheConfigLabelsLaw,
-    CapacityLaw,
-    CapacityLogFormat,
-    CapacityLogFormatLaw,
-    CapacitySource,
-    ReleaseLaws,
-    Route,
-    RouteLaw,
-    laws_for,
-)
-from vllm_evidence.upstream.audit import (
+from vllm_evidence.audit import (
     EXECUTOR_BACKENDS_KEY,
     SCHEMA,
     Installed,
@@ -39,6 +28,17 @@ from vllm_evidence.upstream.audit import (
     engine_label_added,
     exit_status,
     route_table_from_log,
+)
+from vllm_evidence.upstream import (
+    CacheConfigLabelsLaw,
+    CapacityLaw,
+    CapacityLogFormat,
+    CapacityLogFormatLaw,
+    CapacitySource,
+    ReleaseLaws,
+    Route,
+    RouteLaw,
+    laws_for,
 )
 
 DEV_LOG = REAL / "startup.log"
