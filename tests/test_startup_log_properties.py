@@ -9,7 +9,7 @@ from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from tests.strategies_log import GenLaunch, launches, render
-from vllm_evidence.capture.startup_log import StartupLog, read_startup_log
+from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
 
 
 @st.composite

@@ -18,10 +18,10 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from vllm_evidence.adapters.startup_log import LogReadFailure, StartupLog, read_startup_log
     from vllm_evidence.assessment import Assessment, assess, assessment_document
     from vllm_evidence.capture.directory import load, save
     from vllm_evidence.capture.http import probe, probe_sync
-    from vllm_evidence.capture.startup_log import LogReadFailure, StartupLog, read_startup_log
     from vllm_evidence.errors import CaptureIntegrityError, EvidenceError, InputError
     from vllm_evidence.readback import historical_bundle, readback_from_batch
     from vllm_evidence.upstream import laws_for
@@ -53,9 +53,9 @@ _LAZY: dict[str, str] = {
     "save": "vllm_evidence.capture.directory",
     "probe": "vllm_evidence.capture.http",
     "probe_sync": "vllm_evidence.capture.http",
-    "LogReadFailure": "vllm_evidence.capture.startup_log",
-    "StartupLog": "vllm_evidence.capture.startup_log",
-    "read_startup_log": "vllm_evidence.capture.startup_log",
+    "LogReadFailure": "vllm_evidence.adapters.startup_log",
+    "StartupLog": "vllm_evidence.adapters.startup_log",
+    "read_startup_log": "vllm_evidence.adapters.startup_log",
     "CaptureIntegrityError": "vllm_evidence.errors",
     "EvidenceError": "vllm_evidence.errors",
     "InputError": "vllm_evidence.errors",

@@ -17,7 +17,7 @@ from packaging.version import Version
 
 from vllm_evidence._claims import CLAIMS
 from vllm_evidence._seal import Sealed, minter
-from vllm_evidence.capture.startup_log import Launch, StartupLog, startup_log_document
+from vllm_evidence.adapters.startup_log import Launch, StartupLog
 from vllm_evidence.decisions import (
     CapacityDecision,
     CapacityEstablished,
@@ -41,6 +41,7 @@ from vllm_evidence.decisions import (
 )
 from vllm_evidence.decisions._sources import Evidence, FrontDoor, gather
 from vllm_evidence.errors import InputError
+from vllm_evidence.output.startup_log import startup_log_document
 from vllm_evidence.render import front_door_document
 from vllm_evidence.upstream.laws import Law, LawNotEstablished, law_json
 

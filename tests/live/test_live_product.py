@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from vllm_evidence import assess, probe_sync, read_startup_log, readback_from_batch
+from vllm_evidence.adapters.startup_log import StartupLog
 from vllm_evidence.assessment import Assessment
 from vllm_evidence.capture.batch import JoinRefusal, JoinRefused, derive_join
-from vllm_evidence.capture.startup_log import StartupLog
 from vllm_evidence.decisions import (
     CapacityEstablished,
     IdentityReason,

@@ -23,9 +23,8 @@ from packaging.version import Version
 from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.adapters.models import ServedModels
 from vllm_evidence.adapters.server_info import ServerInfo
-from vllm_evidence.adapters.startup_log import ProcessTag
+from vllm_evidence.adapters.startup_log import Launch, ProcessTag
 from vllm_evidence.capture.batch import JoinRefusal, JoinRefused, Outcome, Parsed
-from vllm_evidence.capture.startup_log import Launch
 from vllm_evidence.readback import CapturedReadback, HistoricalBundle
 from vllm_evidence.upstream import ReleaseLaws, VersionNotEstablished, laws_for
 
