@@ -29,7 +29,7 @@ FILLER = (
 
 CHILD = """
 import resource, sys, time
-from vllm_evidence.capture.startup_log import read_startup_log
+from vllm_evidence.adapters.startup_log import read_startup_log
 t = time.perf_counter()
 log = read_startup_log(sys.argv[1])
 dt = time.perf_counter() - t

@@ -32,7 +32,7 @@ def main(argv: list[str]) -> int:
     if len(argv) < 2:
         print(__doc__, file=sys.stderr)
         return 2
-    areas = argv[2:] or ["decisions", "upstream", "adapters"]
+    areas = argv[2:] or ["decisions", "upstream", "adapters", "audit"]
     equivalent = _equivalent()
     counts: dict[str, collections.Counter[str]] = {a: collections.Counter() for a in areas}
     survivors: list[str] = []

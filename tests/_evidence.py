@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from tests._paths import REAL
+from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
 from vllm_evidence.assessment import assess
 from vllm_evidence.capture.http import probe_sync
-from vllm_evidence.capture.startup_log import StartupLog, read_startup_log
 from vllm_evidence.decisions import FrontDoorJoinDecision
 from vllm_evidence.readback import (
     CapturedReadback,

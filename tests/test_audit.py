@@ -10,6 +10,25 @@ from pathlib import Path
 from packaging.version import Version
 
 from tests._paths import REAL
+from vllm_evidence.audit import (
+    EXECUTOR_BACKENDS_KEY,
+    SCHEMA,
+    Installed,
+    RouteTable,
+    Unavailable,
+    Verdict,
+    audit,
+    capacity_formats_in_source,
+    check_cache_config_labels,
+    check_capacity_label,
+    check_capacity_log_format,
+    check_executor_backends,
+    check_route,
+    engine_label_added,
+    exit_status,
+    route_table_from_log,
+)
+from vllm_evidence.output.audit import audit_document
 from vllm_evidence.upstream import (
     CacheConfigLabelsLaw,
     CapacityLaw,
@@ -20,25 +39,6 @@ from vllm_evidence.upstream import (
     Route,
     RouteLaw,
     laws_for,
-)
-from vllm_evidence.upstream.audit import (
-    EXECUTOR_BACKENDS_KEY,
-    SCHEMA,
-    Installed,
-    RouteTable,
-    Unavailable,
-    Verdict,
-    audit,
-    audit_document,
-    capacity_formats_in_source,
-    check_cache_config_labels,
-    check_capacity_label,
-    check_capacity_log_format,
-    check_executor_backends,
-    check_route,
-    engine_label_added,
-    exit_status,
-    route_table_from_log,
 )
 
 DEV_LOG = REAL / "startup.log"

@@ -23,8 +23,7 @@ from tests.test_audit import (
     _route_law,
     _table,
 )
-from vllm_evidence.upstream import CapacityLaw, CapacityLogFormat, CapacitySource, Route, laws_for
-from vllm_evidence.upstream.audit import (
+from vllm_evidence.audit import (
     EXECUTOR_BACKENDS_KEY,
     Finding,
     RouteTable,
@@ -39,6 +38,7 @@ from vllm_evidence.upstream.audit import (
     check_route,
     route_table_from_log,
 )
+from vllm_evidence.upstream import CapacityLaw, CapacityLogFormat, CapacitySource, Route, laws_for
 from vllm_evidence.upstream.releases import _read
 
 PLAIN_LOG = Path(__file__).parent / "fixtures/real/vllm-0.32.0-cpu/tp2-apikey/startup.log"

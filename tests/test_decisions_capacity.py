@@ -18,8 +18,8 @@ from tests._evidence import (
     version_body,
 )
 from tests._paths import REAL
+from vllm_evidence.adapters.startup_log import StartupLog
 from vllm_evidence.assessment import assess
-from vllm_evidence.capture.startup_log import StartupLog
 from vllm_evidence.decisions import (
     CapacityDecision,
     CapacityEstablished,
@@ -185,7 +185,7 @@ def test_0_10_log_lines_are_per_worker_before_reduction() -> None:
 
 def test_the_public_0_10_1_1_tp2_log_is_reported_per_worker() -> None:
     from tests._paths import PUBLIC
-    from vllm_evidence.capture.startup_log import read_startup_log
+    from vllm_evidence.adapters.startup_log import read_startup_log
 
     read = read_startup_log(
         PUBLIC / "startup-log" / "dennislee22-v0.10.1.1-qwen2-7b-tp2-mp-vllmworker.txt"

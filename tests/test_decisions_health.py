@@ -14,8 +14,8 @@ from tests._evidence import (
     server_info_json,
     version_body,
 )
+from vllm_evidence.adapters.startup_log import StartupLog
 from vllm_evidence.assessment import assess
-from vllm_evidence.capture.startup_log import StartupLog
 from vllm_evidence.decisions import (
     HealthCoverageEstablished,
     HealthCoverageRefused,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from tests._evidence import args, banner, bundle, log, models_body, probe_stub, version_body
 from tests._paths import public_capture
+from vllm_evidence.adapters.startup_log import StartupLog
 from vllm_evidence.assessment import assess
-from vllm_evidence.capture.startup_log import StartupLog
 from vllm_evidence.decisions import (
     Derivation,
     IdentityReason,

@@ -17,8 +17,8 @@ from tests._evidence import (
     version_body,
 )
 from tests._paths import REAL
+from vllm_evidence.adapters.startup_log import StartupLog
 from vllm_evidence.assessment import assess
-from vllm_evidence.capture.startup_log import StartupLog
 from vllm_evidence.decisions import ParallelEstablished, ParallelReason, ParallelRefused
 from vllm_evidence.readback import CapturedReadback, HistoricalBundle, load
 from vllm_evidence.upstream import Route

@@ -24,8 +24,8 @@ from tests._evidence import (
 )
 from tests._paths import REAL
 from vllm_evidence.adapters.outcome import Unparsed
+from vllm_evidence.adapters.startup_log import StartupLog
 from vllm_evidence.assessment import assess
-from vllm_evidence.capture.startup_log import StartupLog
 from vllm_evidence.decisions import (
     CapacityEstablished,
     CapacityReason,

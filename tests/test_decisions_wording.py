@@ -28,8 +28,8 @@ from tests._evidence import (
     version_body,
 )
 from tests._paths import REAL
+from vllm_evidence.adapters.startup_log import StartupLog
 from vllm_evidence.assessment import assess
-from vllm_evidence.capture.startup_log import StartupLog
 from vllm_evidence.decisions import (
     CapacityEstablished,
     CapacityReason,

@@ -16,8 +16,8 @@ import pytest
 from tests._paths import REAL
 from vllm_evidence.adapters.failure import BodyParseFailure
 from vllm_evidence.adapters.metrics import MetricsObservation, parse_metrics
+from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
 from vllm_evidence.adapters.version import parse_version
-from vllm_evidence.capture.startup_log import StartupLog, read_startup_log
 from vllm_evidence.errors import InputError
 from vllm_evidence.measure import MeasureParseFailure, ParseFailureReason, TokenCount
 from vllm_evidence.readback import load

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from packaging.version import Version
 
+from vllm_evidence.output.laws import law_json
 from vllm_evidence.upstream import (
     CapacitySource,
     ExecutorBackend,
@@ -17,7 +18,6 @@ from vllm_evidence.upstream import (
     Route,
     laws_for,
 )
-from vllm_evidence.upstream.laws import law_json
 
 
 def _laws(text: str) -> ReleaseLaws:

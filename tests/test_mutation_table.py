@@ -19,6 +19,7 @@ from vllm_evidence.upstream import (
     CacheConfigLabelsLaw,
     CapacityLaw,
     CapacityLogFormatLaw,
+    ExecutorMarkerLaw,
     HealthFailureLaw,
     HealthLaw,
     IncarnationMarkerLaw,
@@ -160,6 +161,8 @@ def _rule(law: Law) -> str:
             return law.marker.value
         case CacheConfigLabelsLaw():
             return f"{len(law.labels)} labels"
+        case ExecutorMarkerLaw():
+            return ", ".join(sorted(b.value for b in law.backends))
 
 
 def _fresh_table() -> list[tuple[Question, tuple[Law, ...]]]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import io
 
 from vllm_evidence import assess, read_startup_log
-from vllm_evidence.capture.startup_log import StartupLog
+from vllm_evidence.adapters.startup_log import StartupLog
 from vllm_evidence.decisions import CapacityReported, ParallelEstablished
 from vllm_evidence.upstream import ExecutorBackend
 

@@ -5,8 +5,14 @@ from __future__ import annotations
 from decimal import Decimal
 from pathlib import Path
 
-from vllm_evidence.adapters.startup_log import CapacityFormat, ExecutorBackend, RankForm
-from vllm_evidence.capture.startup_log import Launch, StartupLog, read_startup_log
+from vllm_evidence.adapters.startup_log import (
+    CapacityFormat,
+    ExecutorBackend,
+    Launch,
+    RankForm,
+    StartupLog,
+    read_startup_log,
+)
 
 CAPTURES = Path(__file__).parent / "fixtures" / "captures"
 PUBLIC = CAPTURES / "public" / "startup-log"

@@ -8,7 +8,7 @@ import re
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from vllm_evidence.capture.startup_log import StartupLog, read_startup_log
+from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
 from vllm_evidence.testing.strategies.logs import _reader_launches as launches
 from vllm_evidence.testing.strategies.logs import _ReaderLaunch as GenLaunch
 from vllm_evidence.testing.strategies.logs import _render_reader_launch as render

@@ -7,12 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from vllm_evidence.adapters.startup_log import CapacityFormat, ExecutorBackend, split_top_level
-from vllm_evidence.capture.startup_log import (
+from vllm_evidence.adapters.startup_log import (
+    CapacityFormat,
+    ExecutorBackend,
     LogReadFailure,
     LogReadFailureReason,
     StartupLog,
     read_startup_log,
+    split_top_level,
 )
 
 P = "(EngineCore_DP0 pid=10) INFO 01-02 03:04:05 [kv_cache_utils.py:1] "

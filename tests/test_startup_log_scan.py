@@ -8,13 +8,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vllm_evidence.adapters.startup_log import KEYWORDS, KEYWORDS_BYTES_RE
-from vllm_evidence.capture.startup_log import (
-    BLOCK_BYTES,
+from vllm_evidence.adapters.startup_log import (
+    KEYWORDS,
+    KEYWORDS_BYTES_RE,
     StartupLog,
     keyword_line_starts,
     read_startup_log,
 )
+from vllm_evidence.capture.log import BLOCK_BYTES
 
 _PIECES = [k.encode() for k in KEYWORDS] + [
     b"\n",

@@ -11,6 +11,7 @@ import sys
 import pytest
 from packaging.version import Version
 
+from vllm_evidence.output.laws import law_json
 from vllm_evidence.upstream import (
     LAW_TABLE,
     READ_RELEASES,
@@ -33,7 +34,6 @@ from vllm_evidence.upstream import (
     parse_release,
 )
 from vllm_evidence.upstream.laws import CACHE_CONFIG_LABELS_KEY as _CACHE_KEY
-from vllm_evidence.upstream.laws import law_json
 
 READ = [r.version for r in READ_RELEASES]
 

@@ -21,7 +21,6 @@ if TYPE_CHECKING:
     from vllm_evidence.assessment import Assessment, assess
     from vllm_evidence.capture.directory import save
     from vllm_evidence.capture.http import probe, probe_sync
-    from vllm_evidence.capture.startup_log import LogReadFailure, StartupLog, read_startup_log
     from vllm_evidence.errors import CaptureIntegrityError, EvidenceError, InputError
     from vllm_evidence.output.assessment import assessment_document
     from vllm_evidence.readback import historical_bundle, load, readback_from_batch
@@ -54,9 +53,9 @@ _LAZY: dict[str, str] = {
     "save": "vllm_evidence.capture.directory",
     "probe": "vllm_evidence.capture.http",
     "probe_sync": "vllm_evidence.capture.http",
-    "LogReadFailure": "vllm_evidence.capture.startup_log",
-    "StartupLog": "vllm_evidence.capture.startup_log",
-    "read_startup_log": "vllm_evidence.capture.startup_log",
+    "LogReadFailure": "vllm_evidence.adapters.startup_log",
+    "StartupLog": "vllm_evidence.adapters.startup_log",
+    "read_startup_log": "vllm_evidence.adapters.startup_log",
     "CaptureIntegrityError": "vllm_evidence.errors",
     "EvidenceError": "vllm_evidence.errors",
     "InputError": "vllm_evidence.errors",

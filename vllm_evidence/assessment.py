@@ -16,7 +16,7 @@ from packaging.version import Version
 
 from vllm_evidence._claims import CLAIMS
 from vllm_evidence._seal import Sealed, minter
-from vllm_evidence.capture.startup_log import Launch, StartupLog
+from vllm_evidence.adapters.startup_log import Launch, StartupLog
 from vllm_evidence.decisions import (
     CapacityDecision,
     CapacityEstablished,

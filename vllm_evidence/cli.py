@@ -12,12 +12,9 @@ import sys
 from collections.abc import Sequence
 
 from vllm_evidence._cli import COMMAND_MODULES
+from vllm_evidence._cli._exit import EXIT_OK, EXIT_REQUIREMENT_REFUSED, EXIT_USAGE
 
 __all__ = ["EXIT_OK", "EXIT_REQUIREMENT_REFUSED", "EXIT_USAGE", "main"]
-
-EXIT_OK = 0
-EXIT_USAGE = 2
-EXIT_REQUIREMENT_REFUSED = 3
 
 
 class _Parser(argparse.ArgumentParser):

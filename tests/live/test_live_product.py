@@ -17,8 +17,8 @@ import pytest
 from tests._evidence import front_door_join
 from vllm_evidence import assess, probe_sync, read_startup_log, readback_from_batch
 from vllm_evidence.adapters.metrics import MetricsObservation, parse_metrics
+from vllm_evidence.adapters.startup_log import StartupLog
 from vllm_evidence.assessment import Assessment
-from vllm_evidence.capture.startup_log import StartupLog
 from vllm_evidence.decisions import (
     CapacityEstablished,
     IdentityReason,

@@ -63,9 +63,9 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Serve the scenario, probe it, assess with its log, print."""
+    from vllm_evidence.adapters.startup_log import LogReadFailure, read_startup_log
     from vllm_evidence.assessment import assess
     from vllm_evidence.capture.http import probe_sync
-    from vllm_evidence.capture.startup_log import LogReadFailure, read_startup_log
     from vllm_evidence.readback import readback_from_batch
     from vllm_evidence.testing.stub import serve_capture
 

@@ -49,8 +49,8 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Load the directory (and log), assess, print, and gate on ``--require``."""
+    from vllm_evidence.adapters.startup_log import LogReadFailure, read_startup_log
     from vllm_evidence.assessment import assess
-    from vllm_evidence.capture.startup_log import LogReadFailure, read_startup_log
     from vllm_evidence.errors import InputError
     from vllm_evidence.readback import load
 

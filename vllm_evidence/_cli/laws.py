@@ -49,8 +49,8 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the whole table, or the laws for ``--version``."""
+    from vllm_evidence.output.laws import law_json
     from vllm_evidence.upstream import KNOWN_SPAN, VersionNotEstablished, laws_for, parse_release
-    from vllm_evidence.upstream.laws import law_json
 
     if args.markdown:
         if args.release is not None:
@@ -116,8 +116,8 @@ def _scope(doc: dict[str, object]) -> str:
 
 
 def _whole_table(*, json_out: bool) -> int:
+    from vllm_evidence.output.laws import law_json
     from vllm_evidence.upstream import LAW_TABLE, READ_RELEASES
-    from vllm_evidence.upstream.laws import law_json
 
     if json_out:
         emit_json(
@@ -154,7 +154,7 @@ def render_markdown(
 ) -> str:
     """The law table as a Markdown document: per question, each law's span, statement,
     typed rule and citations (``docs/laws.md`` is this output, kept in sync by a test)."""
-    from vllm_evidence.upstream.laws import law_json
+    from vllm_evidence.output.laws import law_json
 
     out = [
         "# The law table",

@@ -17,9 +17,9 @@ from vllm_evidence._cli._report import (
 )
 
 if TYPE_CHECKING:
+    from vllm_evidence.adapters.startup_log import StartupLog
     from vllm_evidence.assessment import Assessment
     from vllm_evidence.capture.batch import CaptureBatch
-    from vllm_evidence.capture.startup_log import StartupLog
 
 PROG = "vllm-evidence probe"
 
@@ -104,7 +104,7 @@ def _api_key(args: argparse.Namespace) -> str | None:
 
 
 def _read_log(path: str) -> StartupLog:
-    from vllm_evidence.capture.startup_log import LogReadFailure, read_startup_log
+    from vllm_evidence.adapters.startup_log import LogReadFailure, read_startup_log
     from vllm_evidence.errors import InputError
 
     log = read_startup_log(path)

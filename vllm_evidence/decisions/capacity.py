@@ -27,8 +27,7 @@ from packaging.version import Version
 from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.adapters.metrics import MetricsObservation
 from vllm_evidence.adapters.outcome import NotRequested
-from vllm_evidence.adapters.startup_log import CapacityFormat, ProcessTag
-from vllm_evidence.capture.startup_log import Launch
+from vllm_evidence.adapters.startup_log import CapacityFormat, Launch, ProcessTag
 from vllm_evidence.decisions._common import RESTARTED, RESTARTED_REMEDY, scope
 from vllm_evidence.measure import BlockCount, Concurrency, MeasureParseFailure, TokenCount
 from vllm_evidence.readback.evidence import (
@@ -163,12 +162,10 @@ def _failure_reason(outcome: object) -> str:
 
 
 def _engine_of(process: ProcessTag | None) -> str:
-    """DP engine index from a process tag (``EngineCore_DP1`` → ``"1"``; else ``"0"``)."""
-    name = process.name if process is not None and process.name else ""
-    for marker in ("EngineCore_DP", "EngineCore_"):
-        if name.startswith(marker) and name[len(marker) :].isdigit():
-            return name[len(marker) :]
-    return "0"
+    """The DP engine a log line names, as the ``engine`` label spells it (else ``"0"``)."""
+    if process is None or process.dp_engine is None:
+        return "0"
+    return str(process.dp_engine)
 
 
 def _label_figures(
@@ -220,22 +217,6 @@ def _log_figures(launch: Launch) -> list[EngineCapacity]:
             )
         )
     return out
-
-
-def _block_size_of(launch: Launch) -> TokenCount | None:
-    for args in launch.non_default_args:
-        text = args.get("block_size")
-        if text is not None:
-            parsed_size = TokenCount.parse(text)
-            if isinstance(parsed_size, TokenCount):
-                return parsed_size
-    for config in launch.engine_configs:
-        text = config.get("block_size")
-        if text is not None:
-            parsed_size = TokenCount.parse(text)
-            if isinstance(parsed_size, TokenCount):
-                return parsed_size
-    return None
 
 
 def _missing_engines(
@@ -408,7 +389,7 @@ def decide_capacity(evidence: Evidence) -> CapacityDecision:
         law = judge(blocks, log_version, CapacitySource.LOG_V0_BLOCKS)
         if law is not None and law.authority is CapacityAuthority.NEEDS_BLOCK_SIZE_FROM_SAME_LAUNCH:
             assert launch is not None  # noqa: S101  # blocks come from a launch
-            size = _block_size_of(launch)
+            size = launch.block_size
             if size is None:
                 problems.append(
                     (

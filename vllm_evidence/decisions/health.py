@@ -109,13 +109,12 @@ def _observed_backends(evidence: Evidence) -> list[tuple[str, Source, str]]:
         backend = launch.executor_backend
         markers = launch.executor_evidence
         config = launch.engine_config
-        printed = None if config is None else config.distributed_executor_backend
         if backend is not None and markers:
             source = log_source(launch, markers[0].line, markers[0].process)
             found.append((backend.value, source, "startup_log"))
-        elif config is not None and printed is not None and printed != "None":
+        elif config is not None and config.executor_backend_name is not None:
             # A name vLLM does not define (a custom executor class) is still observed.
-            name = printed.strip("'\"")
+            name = config.executor_backend_name
             found.append((name, log_source(launch, config.line, config.process), "startup_log"))
     return found
 

@@ -23,8 +23,7 @@ from typing import TypeAlias, final
 import attrs
 
 from vllm_evidence._seal import Sealed, minter
-from vllm_evidence.adapters.startup_log import RankObservation
-from vllm_evidence.capture.startup_log import Launch
+from vllm_evidence.adapters.startup_log import Launch, RankObservation
 from vllm_evidence.decisions._common import RESTARTED, RESTARTED_REMEDY, scope
 from vllm_evidence.readback.evidence import Evidence, Source, log_source, parsed
 from vllm_evidence.upstream import (

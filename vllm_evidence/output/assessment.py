@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from vllm_evidence.assessment import Assessment
-from vllm_evidence.capture.startup_log import startup_log_document
 from vllm_evidence.decisions import (
     CapacityDecision,
     CapacityEstablished,
@@ -29,7 +28,9 @@ from vllm_evidence.decisions import (
     ServedIdentityEstablished,
 )
 from vllm_evidence.output.front_door import front_door_document
-from vllm_evidence.upstream.laws import Law, LawNotEstablished, law_json
+from vllm_evidence.output.laws import law_json
+from vllm_evidence.output.startup_log import startup_log_document
+from vllm_evidence.upstream.laws import Law, LawNotEstablished
 
 __all__ = ["SCHEMA", "assessment_document", "verdict"]
 

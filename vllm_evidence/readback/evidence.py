@@ -25,8 +25,7 @@ from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.adapters.models import ServedModels
 from vllm_evidence.adapters.outcome import Outcome, Parsed
 from vllm_evidence.adapters.server_info import ServerInfo
-from vllm_evidence.adapters.startup_log import ProcessTag
-from vllm_evidence.capture.startup_log import Launch
+from vllm_evidence.adapters.startup_log import Launch, ProcessTag
 from vllm_evidence.readback.front_door import CapturedReadback, HistoricalBundle
 
 __all__ = [

@@ -16,9 +16,9 @@ def _hypothesis_setup_hook() -> None:
     from vllm_evidence.adapters.metrics import MetricsObservation
     from vllm_evidence.adapters.models import ServedModels
     from vllm_evidence.adapters.server_info import ServerInfo
+    from vllm_evidence.adapters.startup_log import StartupLog
     from vllm_evidence.assessment import Assessment
     from vllm_evidence.capture.batch import CaptureBatch
-    from vllm_evidence.capture.startup_log import StartupLog
     from vllm_evidence.readback import CapturedReadback, HistoricalBundle
 
     # The strategies module imports hypothesis, which runs this hook while it is being

@@ -23,6 +23,8 @@ from vllm_evidence.upstream.laws import (
     CapacityLogFormatLaw,
     CapacitySource,
     ExecutorBackend,
+    ExecutorMarker,
+    ExecutorMarkerLaw,
     HealthCoverage,
     HealthFailureLaw,
     HealthLaw,
@@ -37,6 +39,8 @@ from vllm_evidence.upstream.laws import (
     RouteGate,
     RouteLaw,
     VersionNotEstablished,
+    answer_for,
+    executor_marker_key,
     release_laws,
 )
 from vllm_evidence.upstream.releases import (
@@ -48,9 +52,16 @@ from vllm_evidence.upstream.releases import (
     parse_release,
 )
 from vllm_evidence.upstream.routes import PROBE_ROUTES, ParallelEvidenceKind, Route
-from vllm_evidence.upstream.table import LAW_TABLE, QUESTIONS
+from vllm_evidence.upstream.table import (
+    EXECUTOR_FILES,
+    EXECUTOR_LAW_TABLE,
+    LAW_TABLE,
+    QUESTIONS,
+)
 
 __all__ = [
+    "EXECUTOR_FILES",
+    "EXECUTOR_LAW_TABLE",
     "KNOWN_SPAN",
     "LAW_TABLE",
     "PROBE_ROUTES",
@@ -63,6 +74,8 @@ __all__ = [
     "CapacityLogFormatLaw",
     "CapacitySource",
     "ExecutorBackend",
+    "ExecutorMarker",
+    "ExecutorMarkerLaw",
     "HealthCoverage",
     "HealthFailureLaw",
     "HealthLaw",
@@ -82,6 +95,8 @@ __all__ = [
     "RouteLaw",
     "SourceKind",
     "VersionNotEstablished",
+    "executor_marker_law",
+    "executor_marker_laws",
     "laws_for",
     "parse_release",
 ]
@@ -97,3 +112,30 @@ def laws_for(version: Version) -> ReleaseLaws | VersionNotEstablished:
     disagree.
     """
     return release_laws(version, LAW_TABLE)
+
+
+def executor_marker_laws(marker: ExecutorMarker) -> tuple[ExecutorMarkerLaw, ...]:
+    """Every law about ``marker``, over all read releases.
+
+    Empty for the two markers that name their backend themselves (the engine-init
+    ``distributed_executor_backend=`` field and the argument).
+    """
+    for q, laws in EXECUTOR_LAW_TABLE:
+        if q.key == executor_marker_key(marker):
+            return laws
+    return ()
+
+
+def executor_marker_law(
+    marker: ExecutorMarker, version: Version
+) -> ExecutorMarkerLaw | LawNotEstablished | None:
+    """Which backends ``marker`` is consistent with in ``version``.
+
+    :class:`LawNotEstablished` for a version outside every span read for the marker
+    (older than the first, newer than the last, or between read releases that
+    disagree); ``None`` for a marker that names its backend itself.
+    """
+    for q, laws in EXECUTOR_LAW_TABLE:
+        if q.key == executor_marker_key(marker):
+            return answer_for(q, laws, version)
+    return None

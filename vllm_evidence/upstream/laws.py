@@ -11,7 +11,7 @@ release, each with its law or a :class:`LawNotEstablished`.
 from __future__ import annotations
 
 import enum
-from typing import TypeAlias, TypeVar, assert_never, final
+from typing import TypeAlias, TypeVar, final
 
 import attrs
 from packaging.version import Version
@@ -28,6 +28,8 @@ __all__ = [
     "CapacityLogFormatLaw",
     "CapacitySource",
     "ExecutorBackend",
+    "ExecutorMarker",
+    "ExecutorMarkerLaw",
     "HealthCoverage",
     "HealthFailureLaw",
     "HealthLaw",
@@ -42,7 +44,6 @@ __all__ = [
     "RouteGate",
     "RouteLaw",
     "VersionNotEstablished",
-    "law_json",
 ]
 
 
@@ -103,6 +104,33 @@ class ExecutorBackend(enum.Enum):
     RAY = "ray"
     UNI = "uni"
     EXTERNAL_LAUNCHER = "external_launcher"
+
+
+class ExecutorMarker(enum.Enum):
+    """What a line showed about the executor backend."""
+
+    CONFIG_FIELD = "config_field"
+    """``distributed_executor_backend=ray`` in the engine-init configuration (resolved)."""
+    ARG = "non_default_arg"
+    """``'distributed_executor_backend': 'mp'`` among the non-default args (as given)."""
+    RAY_EXECUTOR_FILE = "ray_executor_file"
+    """A record from a Ray executor file (``ray_distributed_executor.py``, ``ray_executor*.py``)."""
+    RAY_WORKER_TAG = "ray_worker_tag"
+    """A ``(RayWorkerWrapper pid=…)`` process tag."""
+    MP_EXECUTOR_FILE = "mp_executor_file"
+    """A record from ``mp_distributed_executor.py`` or ``multiproc_gpu_executor.py`` (V0)."""
+    MP_LEADER_LINE = "mp_leader_line"
+    """``DP group leader: …`` (``MultiprocExecutor._init_executor``; Ray V2 overrides it)."""
+    MULTIPROC_EXECUTOR_FILE = "multiproc_executor_file"
+    """Any other record from ``multiproc_executor.py``: mp, or from v0.20 Ray's V2
+    executor, which subclasses ``MultiprocExecutor`` and shares its worker code."""
+    VLLM_WORKER_TAG = "vllm_worker_tag"
+    """A ``(VllmWorker …)`` tag: MultiprocExecutor's workers; from v0.20 Ray V2's workers
+    subclass the same ``WorkerProc``."""
+    UNIPROC_EXECUTOR_FILE = "uniproc_executor_file"
+    """A record from ``uniproc_executor.py`` (uni, or the external-launcher executor)."""
+    SINGLE_GPU_EXECUTOR_FILE = "single_gpu_executor_file"
+    """A record from v0.6.6's ``gpu_executor.py`` (single-GPU executor, today's ``uni``)."""
 
 
 class HealthCoverage(enum.Enum):
@@ -296,6 +324,23 @@ class ModelCardLaw(Sealed):
     statement: str
 
 
+@final
+@attrs.frozen(init=False)
+class ExecutorMarkerLaw(Sealed):
+    """Which executor backends can print one kind of startup-log marker in a release."""
+
+    __public_constructor__ = "vllm_evidence.upstream.executor_marker_law()"
+
+    question: Question
+    span: ReleaseSpan
+    sources: tuple[str, ...]
+    marker: ExecutorMarker
+    backends: frozenset[ExecutorBackend]
+    files: tuple[str, ...]
+    """The record-prefix file names that show this marker (empty for a tag or a line)."""
+    statement: str
+
+
 Law: TypeAlias = (
     RouteLaw
     | ModelCardLaw
@@ -306,6 +351,7 @@ Law: TypeAlias = (
     | HealthLaw
     | HealthFailureLaw
     | IncarnationMarkerLaw
+    | ExecutorMarkerLaw
 )
 
 
@@ -434,6 +480,11 @@ def capacity_key(source: CapacitySource) -> str:
     return f"capacity.{source.value}"
 
 
+def executor_marker_key(marker: ExecutorMarker) -> str:
+    """The question key for which backends a startup-log ``marker`` is consistent with."""
+    return f"executor.{marker.value}"
+
+
 def health_key(backend: ExecutorBackend) -> str:
     """The question key for ``/health`` coverage under ``backend``."""
     return f"health.{backend.value}"
@@ -451,7 +502,12 @@ def question(key: str, text: str) -> Question:
     return _mint_question(key=key, text=text)
 
 
-def answer_for(q: Question, laws: tuple[Law, ...], version: Version) -> Law | LawNotEstablished:
+AnyLaw = TypeVar("AnyLaw", bound=Law)
+
+
+def answer_for(
+    q: Question, laws: tuple[AnyLaw, ...], version: Version
+) -> AnyLaw | LawNotEstablished:
     """The law among ``laws`` (all answering ``q``) whose span holds ``version``."""
     holding = [law for law in laws if law.span.contains(version)]
     if len(holding) > 1:  # pragma: no cover - the table's own test forbids overlaps
@@ -476,54 +532,14 @@ def release_laws(
     return _mint_release_laws(version=version, answers=answers)
 
 
-def law_json(law: Law | LawNotEstablished) -> dict[str, object]:
-    """A JSON-ready description of a law (or of its absence), with its scope and sources."""
-    if isinstance(law, LawNotEstablished):
-        return {
-            "question": law.question.key,
-            "established": False,
-            "statement": law.statement,
-            "known_spans": [_span_json(s) for s in law.known_spans],
-        }
-    doc: dict[str, object] = {
-        "question": law.question.key,
-        "established": True,
-        "statement": law.statement,
-        "span": _span_json(law.span),
-        "sources": list(law.sources),
-    }
-    match law:
-        case RouteLaw():
-            doc |= {
-                "route": law.route.target,
-                "method": law.route.method,
-                "gate": law.gate.value,
-                "api_key_guarded": law.api_key_guarded,
-            }
-        case ModelCardLaw():
-            pass
-        case ParallelEvidenceLaw():
-            doc |= {
-                "route": law.route.target,
-                "kind": law.kind.value,
-                "reports_data_parallel_size": law.reports_data_parallel_size,
-            }
-        case CapacityLaw():
-            doc |= {"source": law.source.value, "authority": law.authority.value}
-        case CapacityLogFormatLaw():
-            doc |= {"format": law.format.value}
-        case CacheConfigLabelsLaw():
-            doc |= {"labels": sorted(law.labels)}
-        case HealthLaw():
-            doc |= {"backend": law.backend.value, "coverage": law.coverage.value}
-        case HealthFailureLaw():
-            doc |= {"failure_status": law.failure_status}
-        case IncarnationMarkerLaw():
-            doc |= {"marker": law.marker.value}
-        case _:  # pragma: no cover
-            assert_never(law)
-    return doc
-
-
-def _span_json(s: ReleaseSpan) -> dict[str, str]:
-    return {"first": str(s.first), "last": str(s.last)}
+# The law table's entries (``upstream/table.py``) are minted here, beside their classes.
+_mint_route_law = minter(RouteLaw, RouteLaw.__attrs_init__)
+_mint_parallel_law = minter(ParallelEvidenceLaw, ParallelEvidenceLaw.__attrs_init__)
+_mint_capacity_law = minter(CapacityLaw, CapacityLaw.__attrs_init__)
+_mint_format_law = minter(CapacityLogFormatLaw, CapacityLogFormatLaw.__attrs_init__)
+_mint_health_law = minter(HealthLaw, HealthLaw.__attrs_init__)
+_mint_failure_law = minter(HealthFailureLaw, HealthFailureLaw.__attrs_init__)
+_mint_card_law = minter(ModelCardLaw, ModelCardLaw.__attrs_init__)
+_mint_marker_law = minter(IncarnationMarkerLaw, IncarnationMarkerLaw.__attrs_init__)
+_mint_labels_law = minter(CacheConfigLabelsLaw, CacheConfigLabelsLaw.__attrs_init__)
+_mint_executor_law = minter(ExecutorMarkerLaw, ExecutorMarkerLaw.__attrs_init__)

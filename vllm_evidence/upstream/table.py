@@ -12,51 +12,69 @@ there gets "not established", never a borrowed answer.
 
 from __future__ import annotations
 
-from vllm_evidence._seal import minter
 from vllm_evidence.upstream.laws import (
     CACHE_CONFIG_LABELS_KEY,
     CAPACITY_LOG_FORMAT_KEY,
     HEALTH_FAILURE_KEY,
     INCARNATION_MARKER_KEY,
     MODEL_CARD_KEY,
-    CacheConfigLabelsLaw,
     CapacityAuthority,
     CapacityLaw,
     CapacityLogFormat,
-    CapacityLogFormatLaw,
     CapacitySource,
     ExecutorBackend,
+    ExecutorMarker,
+    ExecutorMarkerLaw,
     HealthCoverage,
-    HealthFailureLaw,
     HealthLaw,
     IncarnationMarker,
-    IncarnationMarkerLaw,
     Law,
-    ModelCardLaw,
     ParallelEvidenceLaw,
     Question,
     RouteGate,
     RouteLaw,
     capacity_key,
+    executor_marker_key,
     health_key,
     parallel_key,
     question,
     route_key,
 )
+from vllm_evidence.upstream.laws import (
+    _mint_capacity_law as _capacity_law,
+)
+from vllm_evidence.upstream.laws import (
+    _mint_card_law as _card_law,
+)
+from vllm_evidence.upstream.laws import (
+    _mint_executor_law as _executor_law,
+)
+from vllm_evidence.upstream.laws import (
+    _mint_failure_law as _failure_law,
+)
+from vllm_evidence.upstream.laws import (
+    _mint_format_law as _format_law,
+)
+from vllm_evidence.upstream.laws import (
+    _mint_health_law as _health_law,
+)
+from vllm_evidence.upstream.laws import (
+    _mint_labels_law as _labels_law,
+)
+from vllm_evidence.upstream.laws import (
+    _mint_marker_law as _marker_law,
+)
+from vllm_evidence.upstream.laws import (
+    _mint_parallel_law as _parallel_law,
+)
+from vllm_evidence.upstream.laws import (  # minted beside their classes
+    _mint_route_law as _route_law,
+)
 from vllm_evidence.upstream.releases import span
 from vllm_evidence.upstream.routes import Route
 
-__all__ = ["LAW_TABLE", "QUESTIONS"]
+__all__ = ["EXECUTOR_FILES", "EXECUTOR_LAW_TABLE", "LAW_TABLE", "QUESTIONS"]
 
-_route_law = minter(RouteLaw, RouteLaw.__attrs_init__)
-_parallel_law = minter(ParallelEvidenceLaw, ParallelEvidenceLaw.__attrs_init__)
-_capacity_law = minter(CapacityLaw, CapacityLaw.__attrs_init__)
-_format_law = minter(CapacityLogFormatLaw, CapacityLogFormatLaw.__attrs_init__)
-_health_law = minter(HealthLaw, HealthLaw.__attrs_init__)
-_failure_law = minter(HealthFailureLaw, HealthFailureLaw.__attrs_init__)
-_card_law = minter(ModelCardLaw, ModelCardLaw.__attrs_init__)
-_marker_law = minter(IncarnationMarkerLaw, IncarnationMarkerLaw.__attrs_init__)
-_labels_law = minter(CacheConfigLabelsLaw, CacheConfigLabelsLaw.__attrs_init__)
 
 _OLDEST = "0.6.6.post1"
 _NEWEST = "0.33.0"
@@ -902,6 +920,208 @@ def _cache_config_labels() -> list[tuple[Question, tuple[Law, ...]]]:
     return [(_LABELS_QUESTION, laws)]
 
 
+# --- executor markers in the startup log ------------------------------------------
+
+#: The markers a law answers: the other two (the config field and the argument) name
+#: their backend themselves.
+_MARKERS = (
+    ExecutorMarker.RAY_EXECUTOR_FILE,
+    ExecutorMarker.RAY_WORKER_TAG,
+    ExecutorMarker.MP_EXECUTOR_FILE,
+    ExecutorMarker.MP_LEADER_LINE,
+    ExecutorMarker.MULTIPROC_EXECUTOR_FILE,
+    ExecutorMarker.VLLM_WORKER_TAG,
+    ExecutorMarker.UNIPROC_EXECUTOR_FILE,
+    ExecutorMarker.SINGLE_GPU_EXECUTOR_FILE,
+)
+_EXECUTOR_QUESTIONS = {
+    marker: question(
+        executor_marker_key(marker),
+        f"Which executor backends print the {marker.value.replace('_', ' ')} marker?",
+    )
+    for marker in _MARKERS
+}
+
+
+def _executor() -> list[tuple[Question, tuple[ExecutorMarkerLaw, ...]]]:
+    def law(
+        marker: ExecutorMarker,
+        first: str,
+        last: str,
+        backends: frozenset[ExecutorBackend],
+        files: tuple[str, ...],
+        sources: tuple[str, ...],
+        statement: str,
+    ) -> ExecutorMarkerLaw:
+        return _executor_law(
+            question=_EXECUTOR_QUESTIONS[marker],
+            span=span(first, last),
+            sources=sources,
+            marker=marker,
+            backends=backends,
+            files=files,
+            statement=statement,
+        )
+
+    mp, ray = ExecutorBackend.MP, ExecutorBackend.RAY
+    uni, external = ExecutorBackend.UNI, ExecutorBackend.EXTERNAL_LAUNCHER
+    v2 = (
+        "v0.20.0: v1/executor/ray_executor_v2.py (RayExecutorV2 subclasses MultiprocExecutor "
+        "and its WorkerProc; opt-in by VLLM_USE_RAY_V2_EXECUTOR_BACKEND)"
+    )
+    v2_only = "v0.33.0: v1/executor/abstract.py L64-97 (ray -> RayExecutorV2 only)"
+    no_v2 = (
+        "v0.13.0: v1/executor/ray_executor.py (Ray's V1 executor; no MultiprocExecutor subclass)"
+    )
+    shared = "mp, or from 0.20.0 Ray's V2 executor, which shares MultiprocExecutor's code"
+    entries: dict[ExecutorMarker, tuple[ExecutorMarkerLaw, ...]] = {
+        ExecutorMarker.RAY_EXECUTOR_FILE: (
+            law(
+                ExecutorMarker.RAY_EXECUTOR_FILE,
+                _OLDEST,
+                _NEWEST,
+                frozenset({ray}),
+                (
+                    "ray_gpu_executor.py",
+                    "ray_distributed_executor.py",
+                    "ray_executor.py",
+                    "ray_executor_v2.py",
+                ),
+                (
+                    "v0.6.6.post1: executor/ray_gpu_executor.py (RayGPUExecutor)",
+                    "v0.9.2: executor/ray_distributed_executor.py L698-701",
+                    "v0.10.1.1: v1/executor/ray_distributed_executor.py L43 (subclasses it)",
+                    "v0.20.0: v1/executor/ray_executor.py",
+                    "v0.33.0: v1/executor/ray_executor_v2.py L487-534 (RayWorkerMonitor)",
+                ),
+                "a record from a Ray executor file is printed by the ray backend only",
+            ),
+        ),
+        ExecutorMarker.RAY_WORKER_TAG: (
+            law(
+                ExecutorMarker.RAY_WORKER_TAG,
+                _OLDEST,
+                _NEWEST,
+                frozenset({ray}),
+                (),
+                ("v0.6.6.post1: executor/ray_utils.py (RayWorkerWrapper, the Ray actor)",),
+                "a (RayWorkerWrapper pid=…) process tag is a Ray worker: the ray backend only",
+            ),
+        ),
+        ExecutorMarker.MP_EXECUTOR_FILE: (
+            law(
+                ExecutorMarker.MP_EXECUTOR_FILE,
+                _OLDEST,
+                _NEWEST,
+                frozenset({mp}),
+                ("mp_distributed_executor.py", "multiproc_gpu_executor.py"),
+                (
+                    "v0.6.6.post1: executor/multiproc_gpu_executor.py L163-167",
+                    "v0.8.5: executor/mp_distributed_executor.py (V0 mp executor)",
+                ),
+                "a record from V0's multiprocessing executor files is printed by mp only",
+            ),
+        ),
+        ExecutorMarker.MP_LEADER_LINE: (
+            law(
+                ExecutorMarker.MP_LEADER_LINE,
+                _OLDEST,
+                _NEWEST,
+                frozenset({mp}),
+                (),
+                (
+                    (
+                        "v0.33.0: v1/executor/multiproc_executor.py "
+                        "MultiprocExecutor._init_executor ('DP group leader: …')"
+                    ),
+                    "v0.33.0: v1/executor/ray_executor_v2.py (overrides _init_executor)",
+                ),
+                "'DP group leader:' from multiproc_executor.py is MultiprocExecutor's own "
+                "start-up line, which Ray's V2 executor overrides: mp only",
+            ),
+        ),
+        ExecutorMarker.MULTIPROC_EXECUTOR_FILE: (
+            law(
+                ExecutorMarker.MULTIPROC_EXECUTOR_FILE,
+                _OLDEST,
+                "0.13.0",
+                frozenset({mp}),
+                ("multiproc_executor.py",),
+                (
+                    "v0.9.2: v1/executor/multiproc_executor.py L119-146 (MultiprocExecutor)",
+                    no_v2,
+                ),
+                "a record from multiproc_executor.py is MultiprocExecutor's: mp only",
+            ),
+            law(
+                ExecutorMarker.MULTIPROC_EXECUTOR_FILE,
+                "0.20.0",
+                _NEWEST,
+                frozenset({mp, ray}),
+                ("multiproc_executor.py",),
+                (v2, v2_only),
+                f"a record from multiproc_executor.py is {shared}",
+            ),
+        ),
+        ExecutorMarker.VLLM_WORKER_TAG: (
+            law(
+                ExecutorMarker.VLLM_WORKER_TAG,
+                _OLDEST,
+                "0.13.0",
+                frozenset({mp}),
+                (),
+                (
+                    "v0.9.2: v1/executor/multiproc_executor.py (WorkerProc: the VllmWorker tag)",
+                    no_v2,
+                ),
+                "a (VllmWorker …) process tag is a MultiprocExecutor worker: mp only",
+            ),
+            law(
+                ExecutorMarker.VLLM_WORKER_TAG,
+                "0.20.0",
+                _NEWEST,
+                frozenset({mp, ray}),
+                (),
+                (v2, v2_only),
+                f"a (VllmWorker …) process tag is a WorkerProc worker: {shared}",
+            ),
+        ),
+        ExecutorMarker.UNIPROC_EXECUTOR_FILE: (
+            law(
+                ExecutorMarker.UNIPROC_EXECUTOR_FILE,
+                _OLDEST,
+                _NEWEST,
+                frozenset({uni, external}),
+                ("uniproc_executor.py",),
+                (
+                    "v0.9.2: executor/uniproc_executor.py L26-27",
+                    (
+                        "v0.33.0: v1/executor/abstract.py L64-97 (uni -> UniProcExecutor, "
+                        "external_launcher -> ExecutorWithExternalLauncher)"
+                    ),
+                ),
+                "a record from uniproc_executor.py is the uni executor or the "
+                "external-launcher executor built on it",
+            ),
+        ),
+        ExecutorMarker.SINGLE_GPU_EXECUTOR_FILE: (
+            law(
+                ExecutorMarker.SINGLE_GPU_EXECUTOR_FILE,
+                _OLDEST,
+                _OLDEST,
+                frozenset({uni}),
+                ("gpu_executor.py",),
+                (
+                    "v0.6.6.post1: executor/gpu_executor.py L76, L80 (GPUExecutor, one GPU)",
+                    "v0.6.6.post1: CLI backends ray and mp only; one GPU used GPUExecutor",
+                ),
+                "a record from gpu_executor.py is V0's single-GPU executor, today's uni",
+            ),
+        ),
+    }
+    return [(_EXECUTOR_QUESTIONS[marker], entries[marker]) for marker in _MARKERS]
+
+
 #: Every question, with the laws answering it (spans never overlap within a question).
 LAW_TABLE: tuple[tuple[Question, tuple[Law, ...]], ...] = tuple(
     _routes()
@@ -915,3 +1135,13 @@ LAW_TABLE: tuple[tuple[Question, tuple[Law, ...]], ...] = tuple(
 
 #: Every question the table answers, by key.
 QUESTIONS: dict[str, Question] = {q.key: q for q, _ in LAW_TABLE}
+
+#: Which backends each startup-log executor marker is consistent with, per release.
+#: Kept beside :data:`LAW_TABLE`, not in it, so that ``vllm-evidence laws`` still prints
+#: the table it printed before these laws moved here.
+EXECUTOR_LAW_TABLE: tuple[tuple[Question, tuple[ExecutorMarkerLaw, ...]], ...] = tuple(_executor())
+
+#: The record-prefix file names that show an executor marker, in any read release.
+EXECUTOR_FILES: dict[str, ExecutorMarker] = {
+    file: law.marker for _, laws in EXECUTOR_LAW_TABLE for law in laws for file in law.files
+}

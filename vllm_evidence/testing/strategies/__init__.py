@@ -3,7 +3,7 @@
 Wire formats come back as ``bytes`` (what a server sends or a log file holds); the
 sealed evidence types come back built only through this package's public functions
 (:func:`~vllm_evidence.readback.historical_bundle`,
-:func:`~vllm_evidence.capture.startup_log.read_startup_log`,
+:func:`~vllm_evidence.adapters.startup_log.read_startup_log`,
 :func:`~vllm_evidence.assessment.assess`, and the stub front door with
 :func:`~vllm_evidence.capture.http.probe_sync`).  Formats follow what each vLLM release
 prints (label sets of ``vllm:cache_config_info``, log prefixes and capacity lines).

@@ -37,10 +37,10 @@ from vllm_evidence.adapters.server_info import (
     parse_server_info_json,
     parse_server_info_text,
 )
+from vllm_evidence.adapters.startup_log import StartupLog
 from vllm_evidence.assessment import Assessment, assess
 from vllm_evidence.capture.batch import CaptureBatch
 from vllm_evidence.capture.http import probe_sync
-from vllm_evidence.capture.startup_log import StartupLog
 from vllm_evidence.readback import (
     CapturedReadback,
     HistoricalBundle,

@@ -31,7 +31,7 @@ import attrs
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 
-from vllm_evidence.capture.startup_log import StartupLog, read_startup_log
+from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
 from vllm_evidence.testing.strategies._common import (
     _at_least,
     _check_range,

@@ -1,7 +1,7 @@
 """What the upstream audit reads from the installed vLLM: the only code that imports vLLM.
 
 :func:`probe_installed_vllm` runs inside a vLLM environment and returns plain data
-(:class:`~vllm_evidence.upstream.audit.Installed`) that :func:`~vllm_evidence.upstream.audit.audit`
+(:class:`~vllm_evidence.audit.Installed`) that :func:`~vllm_evidence.audit.audit`
 compares with the laws.  It is exercised against a real vLLM by ``scripts/audit-upstream``
 (run by ``.ci/run``), not by the unit tests, which have no vLLM; mutation testing leaves
 this module out for that reason (see ``docs/mutation.md``).
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vllm_evidence.upstream.audit import (
+from vllm_evidence.audit import (
     Installed,
     RouteTable,
     Unavailable,

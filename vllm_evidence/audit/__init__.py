@@ -1,6 +1,6 @@
 """The upstream audit: do the law table's laws for a release hold for that release?
 
-Run inside a vLLM environment, :func:`vllm_evidence.upstream.installed.probe_installed_vllm`
+Run inside a vLLM environment, :func:`vllm_evidence.audit.installed.probe_installed_vllm`
 imports vLLM and extracts
 plain data (its version, the label names of a default ``CacheConfig``, the source text
 of its capacity log, the backend names it accepts, and its registered routes with and
@@ -36,6 +36,7 @@ from vllm_evidence.upstream.laws import (
     CapacityLogFormatLaw,
     CapacitySource,
     ExecutorBackend,
+    ExecutorMarkerLaw,
     HealthFailureLaw,
     HealthLaw,
     IncarnationMarkerLaw,
@@ -47,7 +48,6 @@ from vllm_evidence.upstream.laws import (
     RouteGate,
     RouteLaw,
     VersionNotEstablished,
-    law_json,
 )
 
 __all__ = [
@@ -59,7 +59,6 @@ __all__ = [
     "Unavailable",
     "Verdict",
     "audit",
-    "audit_document",
     "capacity_formats_in_source",
     "check_cache_config_labels",
     "check_capacity_label",
@@ -370,6 +369,8 @@ def _check(answer: Law | LawNotEstablished, installed: Installed) -> Finding:
             return _not_checkable(answer, f"a model card's id and root are {_RUN_TIME}")
         case ParallelEvidenceLaw():
             return _not_checkable(answer, f"what {answer.route.target} reports is {_RUN_TIME}")
+        case ExecutorMarkerLaw():
+            return _not_checkable(answer, f"which executor prints a log line is {_RUN_TIME}")
         case _:  # pragma: no cover
             assert_never(answer)
 
@@ -395,28 +396,6 @@ def exit_status(findings: Iterable[Finding]) -> int:
     return 1 if any(f.verdict is Verdict.DIFFERS for f in findings) else 0
 
 
-def audit_document(version: str, findings: tuple[Finding, ...]) -> dict[str, object]:
-    """The ``--json`` document (schema ``vllm-evidence.audit/1``)."""
-    counts = {v.value: sum(1 for f in findings if f.verdict is v) for v in Verdict}
-    return {
-        "schema": SCHEMA,
-        "vllm_version": version,
-        "summary": counts,
-        "exit_status": exit_status(findings),
-        "findings": [
-            {
-                "question": f.key,
-                "verdict": f.verdict.value,
-                "expected": f.expected,
-                "found": f.found,
-                "note": f.note,
-                "law": None if f.law is None else law_json(f.law),
-            }
-            for f in findings
-        ],
-    }
-
-
 # --------------------------------------------------------------------------------------
 # Route tables from a startup log.
 
@@ -427,7 +406,7 @@ def route_table_from_log(path: Path, *, development_mode: bool) -> RouteTable | 
     Returns a one-line error when the log cannot be read, has no route table, or its
     launch's development mode is not ``development_mode``.
     """
-    from vllm_evidence.capture.startup_log import LogReadFailure, read_startup_log
+    from vllm_evidence.adapters.startup_log import LogReadFailure, read_startup_log
 
     log = read_startup_log(path)
     if isinstance(log, LogReadFailure):

@@ -1,0 +1,68 @@
+"""A vLLM startup log, read into launches of typed observations.
+
+Split the way ``packaging`` splits its tokenizer, parser and public types:
+
+* ``_lexer`` (private): ANSI codes, docker and CRI records, wrappers, process tags, the
+  record prefix; tolerant ``key=value`` splitting;
+* ``_grammar`` (private): the message formats vLLM prints, one logical line in, typed
+  observations out;
+* :mod:`~vllm_evidence.adapters.startup_log.observations`: the observation types;
+* :mod:`~vllm_evidence.adapters.startup_log.launch`: launches, the capacity pairing,
+  and :func:`read_startup_log`, which drives :mod:`vllm_evidence.capture.log`.
+"""
+
+from __future__ import annotations
+
+from vllm_evidence.adapters.startup_log._grammar import KEYWORDS, KEYWORDS_BYTES_RE
+from vllm_evidence.adapters.startup_log._lexer import split_top_level
+from vllm_evidence.adapters.startup_log.launch import (
+    Launch,
+    StartupLog,
+    keyword_line_starts,
+    read_startup_log,
+)
+from vllm_evidence.adapters.startup_log.observations import (
+    AvailableMemoryObservation,
+    BlocksObservation,
+    CapacityFormat,
+    CapacityObservation,
+    EngineConfigObservation,
+    ExecutorBackend,
+    ExecutorMarker,
+    ExecutorObservation,
+    NonDefaultArgsObservation,
+    ProcessTag,
+    RankForm,
+    RankObservation,
+    RouteObservation,
+    VersionObservation,
+    VersionSource,
+)
+from vllm_evidence.capture.log import LogReadFailure, LogReadFailureReason
+
+__all__ = [
+    "KEYWORDS",
+    "KEYWORDS_BYTES_RE",
+    "AvailableMemoryObservation",
+    "BlocksObservation",
+    "CapacityFormat",
+    "CapacityObservation",
+    "EngineConfigObservation",
+    "ExecutorBackend",
+    "ExecutorMarker",
+    "ExecutorObservation",
+    "Launch",
+    "LogReadFailure",
+    "LogReadFailureReason",
+    "NonDefaultArgsObservation",
+    "ProcessTag",
+    "RankForm",
+    "RankObservation",
+    "RouteObservation",
+    "StartupLog",
+    "VersionObservation",
+    "VersionSource",
+    "keyword_line_starts",
+    "read_startup_log",
+    "split_top_level",
+]

@@ -1,0 +1,408 @@
+"""Split a vLLM startup log into launches: :func:`read_startup_log`.
+
+:func:`read_startup_log` takes a path or a binary stream and returns a sealed
+:class:`StartupLog` (its SHA-256 digest and its :class:`Launch` es) or a typed
+:class:`~vllm_evidence.capture.log.LogReadFailure` (missing path, directory, binary
+file, empty file, unreadable).  :mod:`vllm_evidence.capture.log` streams the bytes,
+prefilters them by the grammar's keywords and rejoins hard wraps; each logical line is
+read by the grammar, and the observations are gathered here.
+
+**Launches.**  A file often holds several launches (restarts appended to one file).  The
+front end of every launch prints, once, some of: the version banner (logo), ``vLLM API
+server version X`` / ``vLLM server version X, serving model M``, and ``non-default args:``.
+These are *start markers*.  A new launch begins at a start marker when
+
+* the current launch has already seen a start marker of the same kind, or
+* the marker comes from an ``APIServer`` process whose pid differs from the API-server
+  pid of the current launch's earlier markers, or
+* the current launch has seen no start marker but already holds evidence (ranks,
+  capacity, configuration, routes, …): the file began inside an earlier launch.
+
+The engine-init line is not a marker (one per data-parallel engine).  Lines before the
+first marker belong to launch 0; lines between launches belong to the earlier one.
+Observations never cross a launch boundary: the two-line capacity pair (a size line and
+a concurrency line from the same process) is joined only inside one launch.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import IO, final
+
+import attrs
+
+from vllm_evidence._seal import Sealed, minter
+from vllm_evidence.adapters.startup_log._grammar import (
+    KEYWORDS,
+    RARE_KEYWORD_BYTES,
+    parse_logical_line,
+    tag_markers,
+)
+from vllm_evidence.adapters.startup_log._lexer import clean, starts_record
+from vllm_evidence.adapters.startup_log.observations import (
+    AvailableMemoryObservation,
+    BlocksObservation,
+    CapacityFormat,
+    CapacityObservation,
+    ConcurrencyLine,
+    DevModeWarning,
+    EngineConfigObservation,
+    ExecutorBackend,
+    ExecutorMarker,
+    ExecutorObservation,
+    NonDefaultArgsObservation,
+    Observation,
+    ProcessTag,
+    RankObservation,
+    RouteObservation,
+    SizeLine,
+    VersionObservation,
+    VersionSource,
+    _mint_capacity,
+)
+from vllm_evidence.capture.log import (
+    KeywordScan,
+    LineRules,
+    LogLines,
+    LogReadFailure,
+    WrapWidth,
+    read_log,
+)
+from vllm_evidence.measure import TokenCount
+
+__all__ = ["Launch", "StartupLog", "keyword_line_starts", "read_startup_log"]
+
+_PUBLIC = "vllm_evidence.adapters.startup_log.read_startup_log()"
+
+
+@final
+@attrs.frozen(init=False)
+class Launch(Sealed):
+    """One launch of vLLM inside a log, with everything it printed about itself."""
+
+    __public_constructor__ = _PUBLIC
+
+    index: int
+    first_line: int
+    last_line: int
+    versions: tuple[VersionObservation, ...]
+    non_default_args: tuple[NonDefaultArgsObservation, ...]
+    engine_configs: tuple[EngineConfigObservation, ...]
+    ranks: tuple[RankObservation, ...]
+    executor_observations: tuple[ExecutorObservation, ...]
+    routes: tuple[RouteObservation, ...]
+    capacity: tuple[CapacityObservation, ...]
+    blocks: tuple[BlocksObservation, ...]
+    available_memory: tuple[AvailableMemoryObservation, ...]
+    dev_mode_warning_lines: tuple[int, ...]
+    api_server_pids: tuple[int, ...]
+
+    @property
+    def version(self) -> VersionObservation | None:
+        """The self-reported version, when every version line of the launch agrees."""
+        if not self.versions:
+            return None
+        first = self.versions[0]
+        if first.version is None or any(v.version != first.version for v in self.versions):
+            return None
+        return first
+
+    @property
+    def engine_config(self) -> EngineConfigObservation | None:
+        """The first engine-init line (one per data-parallel engine; they agree)."""
+        return self.engine_configs[0] if self.engine_configs else None
+
+    @property
+    def served_model_names(self) -> tuple[str, ...] | None:
+        """Served names as given (non-default args), else as the engine-init line prints."""
+        for args in self.non_default_args:
+            if args.served_model_names is not None:
+                return args.served_model_names
+        config = self.engine_config
+        if config is not None and config.served_model_name is not None:
+            return (config.served_model_name,)
+        return None
+
+    @property
+    def block_size(self) -> TokenCount | None:
+        """The KV-cache block size the launch printed: as given among the non-default
+        args, else as the engine-init line prints it; ``None`` when neither does."""
+        for args in self.non_default_args:
+            if args.block_size is not None:
+                return args.block_size
+        for config in self.engine_configs:
+            if config.block_size is not None:
+                return config.block_size
+        return None
+
+    @property
+    def executor_backend(self) -> ExecutorBackend | None:
+        """The backend, when the markers seen decide it; ``None`` when they do not.
+
+        The engine-init ``distributed_executor_backend=`` field, when printed, is the
+        resolved value and alone decides.  Otherwise every marker's compatible set is
+        intersected; one backend left decides, none or several does not.
+        """
+        version = self.version.version if self.version else None
+        config = [
+            o.compatible(version)
+            for o in self.executor_observations
+            if o.marker is ExecutorMarker.CONFIG_FIELD
+        ]
+        sets = config or [o.compatible(version) for o in self.executor_observations]
+        if not sets:
+            return None
+        common = frozenset.intersection(*sets)
+        return next(iter(common)) if len(common) == 1 else None
+
+    @property
+    def executor_evidence(self) -> tuple[ExecutorObservation, ...]:
+        """The markers that decided :attr:`executor_backend` (empty when undecided)."""
+        backend = self.executor_backend
+        if backend is None:
+            return ()
+        version = self.version.version if self.version else None
+        return tuple(o for o in self.executor_observations if backend in o.compatible(version))
+
+    @property
+    def development_mode(self) -> bool | None:
+        """True: ``/server_info`` registered or the dev-mode warning printed; False: a route
+        table was printed without either; None: no route table and no warning."""
+        if self.dev_mode_warning_lines or any(r.path == "/server_info" for r in self.routes):
+            return True
+        return False if self.routes else None
+
+
+_mint_launch = minter(Launch, Launch.__attrs_init__)
+
+
+@final
+@attrs.frozen(init=False)
+class StartupLog(Sealed):
+    """A read startup log: its digest and its launches."""
+
+    __public_constructor__ = _PUBLIC
+
+    source: str | None
+    sha256: str
+    size_bytes: int
+    line_count: int
+    wrap_width: int | None
+    """The hard-wrap width that was detected or given; ``None`` when lines were not joined."""
+    launches: tuple[Launch, ...]
+
+
+_mint_log = minter(StartupLog, StartupLog.__attrs_init__)
+
+
+class _Assembler:
+    """Observations in line order → launches (see the module docstring for the rules)."""
+
+    def __init__(self) -> None:
+        self.launches: list[Launch] = []
+        self._new(first_line=1)
+
+    def _new(self, first_line: int) -> None:
+        self.first_line = first_line
+        self.markers: set[VersionSource | str] = set()
+        self.evidence = False
+        self.api_pids: list[int] = []
+        self.versions: list[VersionObservation] = []
+        self.args: list[NonDefaultArgsObservation] = []
+        self.engines: list[EngineConfigObservation] = []
+        self.ranks: list[RankObservation] = []
+        self.executor: list[ExecutorObservation] = []
+        self.routes: list[RouteObservation] = []
+        self.capacity: list[CapacityObservation] = []
+        self.blocks: list[BlocksObservation] = []
+        self.memory: list[AvailableMemoryObservation] = []
+        self.dev: list[int] = []
+        self.pending: dict[str | None, SizeLine | BlocksObservation] = {}
+
+    def _close(self, last_line: int) -> None:
+        for key in list(self.pending):
+            self._flush(key)
+        self.launches.append(
+            _mint_launch(
+                index=len(self.launches),
+                first_line=self.first_line,
+                last_line=max(last_line, self.first_line),
+                versions=tuple(self.versions),
+                non_default_args=tuple(self.args),
+                engine_configs=tuple(self.engines),
+                ranks=tuple(self.ranks),
+                executor_observations=tuple(self.executor),
+                routes=tuple(self.routes),
+                capacity=tuple(sorted(self.capacity, key=lambda c: c.line)),
+                blocks=tuple(self.blocks),
+                available_memory=tuple(self.memory),
+                dev_mode_warning_lines=tuple(self.dev),
+                api_server_pids=tuple(self.api_pids),
+            )
+        )
+
+    def _marker(self, kind: VersionSource | str, process: ProcessTag | None, line: int) -> None:
+        api_pid = (
+            process.pid
+            if process is not None and (process.name or "").lower().startswith("apiserver")
+            else None
+        )
+        if (
+            kind in self.markers
+            or (api_pid is not None and self.api_pids and api_pid not in self.api_pids)
+            or (not self.markers and self.evidence)
+        ):
+            self._close(line - 1)
+            self._new(first_line=line)
+        self.markers.add(kind)
+        if api_pid is not None and api_pid not in self.api_pids:
+            self.api_pids.append(api_pid)
+
+    def _flush(self, key: str | None) -> None:
+        item = self.pending.pop(key)
+        self._emit(item, None)
+
+    def _emit(
+        self, item: SizeLine | BlocksObservation | None, conc: ConcurrencyLine | None
+    ) -> None:
+        if isinstance(item, BlocksObservation):
+            fmt, device, tokens, line, proc = (
+                CapacityFormat.V0_BLOCKS,
+                item.device,
+                None,
+                item.line,
+                item.process,
+            )
+        elif isinstance(item, SizeLine):
+            fmt, device, tokens, line, proc = (
+                CapacityFormat.V1_TWO_LINE,
+                item.device,
+                item.tokens,
+                item.line,
+                item.process,
+            )
+        else:
+            assert conc is not None  # noqa: S101 - _emit is called with at least one half
+            fmt, device, tokens, line, proc = (
+                CapacityFormat.V1_TWO_LINE,
+                None,
+                None,
+                conc.line,
+                conc.process,
+            )
+        self.capacity.append(
+            _mint_capacity(
+                format=fmt,
+                device=device,
+                tokens=tokens,
+                max_model_len=conc.max_model_len if conc else None,
+                max_concurrency=conc.max_concurrency if conc else None,
+                line=line,
+                concurrency_line=conc.line if conc else None,
+                process=proc,
+            )
+        )
+
+    def feed(self, obs: Observation) -> None:
+        if isinstance(obs, VersionObservation):
+            if obs.source is not VersionSource.ENGINE_INIT:
+                self._marker(obs.source, obs.process, obs.line)
+            self.versions.append(obs)
+            return
+        if isinstance(obs, NonDefaultArgsObservation):
+            self._marker("non_default_args", obs.process, obs.line)
+            self.args.append(obs)
+            return
+        if isinstance(obs, ExecutorObservation):
+            self.executor.append(obs)
+            return
+        self.evidence = True
+        process: ProcessTag | None = getattr(obs, "process", None)
+        key = process.text if process is not None else None
+        match obs:
+            case EngineConfigObservation():
+                self.engines.append(obs)
+            case RankObservation():
+                self.ranks.append(obs)
+            case RouteObservation():
+                self.routes.append(obs)
+            case CapacityObservation():
+                self.capacity.append(obs)
+            case AvailableMemoryObservation():
+                self.memory.append(obs)
+            case DevModeWarning():
+                self.dev.append(obs.line)
+            case BlocksObservation():
+                self.blocks.append(obs)
+                if key in self.pending:
+                    self._flush(key)
+                self.pending[key] = obs
+            case SizeLine():
+                if key in self.pending:
+                    self._flush(key)
+                self.pending[key] = obs
+            case ConcurrencyLine():
+                self._emit(self.pending.pop(key, None), obs)
+
+    def finish(self, last_line: int) -> tuple[Launch, ...]:
+        self._close(last_line)
+        return tuple(self.launches)
+
+
+def _parse(text: str, line: int, assembler: _Assembler) -> None:
+    try:
+        observations = parse_logical_line(text, line)
+    except ValueError:
+        # A line that only looks like a record (e.g. a number past Python's int() digit
+        # limit) is unrecognised, like any other: skipped, never guessed at.
+        return
+    if not observations:
+        return
+    proc: ProcessTag | None = None
+    for obs in observations:
+        assembler.feed(obs)
+        proc = proc or getattr(obs, "process", None)
+    for marker in tag_markers(proc, line):
+        assembler.feed(marker)
+
+
+_RULES = LineRules(
+    clean=clean,
+    starts_record=starts_record,
+    scan=KeywordScan([k.encode() for k in KEYWORDS], RARE_KEYWORD_BYTES),
+)
+
+
+def keyword_line_starts(block: bytes) -> list[int]:
+    """Start offsets, ascending, of the lines of ``block`` (whole lines) that hold one of
+    the grammar's keywords: the lines the reader decodes when it joins no wraps."""
+    return _RULES.scan.line_starts(block)
+
+
+def _assemble(lines: LogLines) -> StartupLog:
+    assembler = _Assembler()
+    for line, text in lines:
+        _parse(text, line, assembler)
+    launches = assembler.finish(lines.line_count)
+    return _mint_log(
+        source=lines.source,
+        sha256=lines.sha256,
+        size_bytes=lines.size_bytes,
+        line_count=lines.line_count,
+        wrap_width=lines.wrap_width,
+        launches=launches,
+    )
+
+
+def read_startup_log(
+    source: str | os.PathLike[str] | IO[bytes],
+    *,
+    wrap_width: WrapWidth = "auto",
+) -> StartupLog | LogReadFailure:
+    """Read a vLLM startup log from a path or a binary stream, in constant memory.
+
+    ``wrap_width``: ``"auto"`` detects terminal hard wraps (see
+    :mod:`vllm_evidence.capture.log`), ``"off"`` never joins lines, an int joins at that
+    width.
+    """
+    return read_log(source, _RULES, wrap_width, _assemble)

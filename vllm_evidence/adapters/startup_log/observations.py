@@ -1,0 +1,384 @@
+"""The typed observations one line of a vLLM startup log can carry.
+
+:mod:`~vllm_evidence.adapters.startup_log._grammar` mints them from a logical line;
+:mod:`~vllm_evidence.adapters.startup_log.launch` gathers them into launches.  Every
+number is typed here, when the line is read: token and block counts, concurrencies,
+GiB, ranks, the data-parallel engine index of a process tag.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import final
+
+import attrs
+from packaging.version import Version
+
+from vllm_evidence._seal import Sealed, minter
+from vllm_evidence.adapters.startup_log._lexer import unquote
+from vllm_evidence.measure import BlockCount, Concurrency, GiB, TokenCount
+from vllm_evidence.upstream import (
+    ExecutorBackend,
+    ExecutorMarker,
+    ExecutorMarkerLaw,
+    executor_marker_law,
+    executor_marker_laws,
+)
+
+__all__ = [
+    "AvailableMemoryObservation",
+    "BlocksObservation",
+    "CapacityFormat",
+    "CapacityObservation",
+    "ConcurrencyLine",
+    "DevModeWarning",
+    "EngineConfigObservation",
+    "ExecutorBackend",
+    "ExecutorMarker",
+    "ExecutorObservation",
+    "NonDefaultArgsObservation",
+    "Observation",
+    "ProcessTag",
+    "RankForm",
+    "RankObservation",
+    "RouteObservation",
+    "SizeLine",
+    "VersionObservation",
+    "VersionSource",
+]
+
+_PUBLIC = "vllm_evidence.adapters.startup_log.read_startup_log()"
+
+
+@final
+@attrs.frozen(init=False)
+class ProcessTag(Sealed):
+    """The process a line came from, as its ``(name pid=N[, ip=A])`` tag printed it."""
+
+    __public_constructor__ = _PUBLIC
+
+    name: str | None
+    """``EngineCore_DP0``, ``VllmWorker TP1``, ``RayWorkerWrapper``; ``None`` for Ray's bare
+    ``(pid=…)``."""
+    pid: int
+    ip: str | None
+    outer: str | None
+    """The enclosing tag as printed (``EngineCore_0 pid=1159``) for a nested Ray tag."""
+    dp_engine: int | None
+    """The data-parallel engine index an engine-core tag names (``EngineCore_DP1`` and
+    ``EngineCore_1`` → 1); ``None`` for any other process."""
+
+    @property
+    def text(self) -> str:
+        """The tag as one string: ``EngineCore_0 pid=1159 > RayWorkerWrapper pid=345, ip=…``."""
+        inner = f"{self.name + ' ' if self.name else ''}pid={self.pid}"
+        if self.ip is not None:
+            inner += f", ip={self.ip}"
+        return f"{self.outer} > {inner}" if self.outer else inner
+
+
+_mint_tag = minter(ProcessTag, ProcessTag.__attrs_init__)
+
+
+class VersionSource(enum.Enum):
+    """Which line a self-reported version came from."""
+
+    BANNER = "banner"
+    API_SERVER = "api_server_version"
+    SERVER = "server_version"
+    ENGINE_INIT = "engine_init"
+
+
+@final
+@attrs.frozen(init=False)
+class VersionObservation(Sealed):
+    """A version the process printed about itself (self-reported, not proof of code)."""
+
+    __public_constructor__ = _PUBLIC
+
+    text: str
+    version: Version | None
+    """``None`` when ``text`` is not a PEP 440 version."""
+    source: VersionSource
+    line: int
+    process: ProcessTag | None
+
+
+_mint_version = minter(VersionObservation, VersionObservation.__attrs_init__)
+
+
+@final
+@attrs.frozen(init=False)
+class NonDefaultArgsObservation(Sealed):
+    """The ``non-default args: {...}`` line: what the operator gave, not what resolved."""
+
+    __public_constructor__ = _PUBLIC
+
+    args: tuple[tuple[str, str], ...]
+    """Every top-level ``key: value`` pair, value as printed."""
+    served_model_names: tuple[str, ...] | None
+    tensor_parallel_size: int | None
+    pipeline_parallel_size: int | None
+    data_parallel_size: int | None
+    block_size: TokenCount | None
+    """The ``block_size`` argument, when given as a plain number."""
+    line: int
+    process: ProcessTag | None
+
+    def get(self, key: str) -> str | None:
+        """The printed value of ``key``, or ``None``."""
+        return dict(self.args).get(key)
+
+    @property
+    def model(self) -> str | None:
+        """The ``model`` argument without its quotes (a hub id or a local path), or ``None``."""
+        printed = self.get("model")
+        return None if printed is None else (unquote(printed) or printed)
+
+
+_mint_args = minter(NonDefaultArgsObservation, NonDefaultArgsObservation.__attrs_init__)
+
+
+@final
+@attrs.frozen(init=False)
+class EngineConfigObservation(Sealed):
+    """The engine-init line: the engine's resolved configuration as it printed it."""
+
+    __public_constructor__ = _PUBLIC
+
+    engine: str
+    """``"v1"`` (``Initializing a V1 LLM engine``) or ``"v0"``."""
+    version_text: str
+    entries: tuple[tuple[str, str], ...]
+    """Every top-level ``key=value`` pair, value as printed."""
+    tensor_parallel_size: int | None
+    pipeline_parallel_size: int | None
+    data_parallel_size: int | None
+    decode_context_parallel_size: int | None
+    prefill_context_parallel_size: int | None
+    max_seq_len: TokenCount | None
+    kv_cache_dtype: str | None
+    enable_prefix_caching: bool | None
+    served_model_name: str | None
+    distributed_executor_backend: str | None
+    """The ``distributed_executor_backend=`` value as printed (quoted or not)."""
+    executor_backend_name: str | None
+    """That value without its quotes: a backend vLLM defines or a custom executor's name;
+    ``None`` when the line prints none (or ``None``)."""
+    block_size: TokenCount | None
+    """The ``block_size=`` entry, when printed as a plain number."""
+    line: int
+    process: ProcessTag | None
+
+    def get(self, key: str) -> str | None:
+        """The printed value of ``key``, or ``None`` when the line does not print it."""
+        return dict(self.entries).get(key)
+
+
+_mint_engine = minter(EngineConfigObservation, EngineConfigObservation.__attrs_init__)
+
+
+class RankForm(enum.Enum):
+    """Which per-rank line a rank observation came from."""
+
+    WORLD_SIZE = "world_size"
+    """``world_size=2 rank=1 local_rank=1 distributed_init_method=… backend=nccl``"""
+    ASSIGNMENT = "assignment"
+    """``rank 1 in world size 2 is assigned as DP rank 0, PP rank 0, TP rank 1, …``"""
+
+
+@final
+@attrs.frozen(init=False)
+class RankObservation(Sealed):
+    """One worker's line naming its global rank and the world size it joined."""
+
+    __public_constructor__ = _PUBLIC
+
+    form: RankForm
+    rank: int
+    world_size: int
+    local_rank: int | None
+    backend: str | None
+    """The torch.distributed backend (``nccl``, ``gloo``) on the world-size form."""
+    group_ranks: tuple[tuple[str, int | None], ...]
+    """``(("DP", 0), ("PP", 0), ("TP", 1), ("EP", None))`` on the assignment form."""
+    repeated: int | None
+    """Ray's ``[repeated Nx across cluster]``: N more workers printed a similar line."""
+    line: int
+    process: ProcessTag | None
+
+    @property
+    def pid(self) -> int | None:
+        """The pid of the worker process, from its tag."""
+        return self.process.pid if self.process else None
+
+    def group_rank(self, group: str) -> int | None:
+        """The rank in ``group`` (``"TP"``, ``"PP"``, ``"DP"``, …), or ``None``."""
+        return dict(self.group_ranks).get(group)
+
+
+_mint_rank = minter(RankObservation, RankObservation.__attrs_init__)
+
+
+@final
+@attrs.frozen(init=False)
+class RouteObservation(Sealed):
+    """One ``Route: /path, Methods: GET, HEAD`` line of the registered route table."""
+
+    __public_constructor__ = _PUBLIC
+
+    path: str
+    methods: tuple[str, ...]
+    line: int
+
+
+_mint_route = minter(RouteObservation, RouteObservation.__attrs_init__)
+
+
+class CapacityFormat(enum.Enum):
+    """Which capacity line format an entry was read from."""
+
+    V0_BLOCKS = "v0_blocks"
+    V1_TWO_LINE = "v1_two_line"
+    V1_ONE_LINE = "v1_one_line"
+
+
+@final
+@attrs.frozen(init=False)
+class CapacityObservation(Sealed):
+    """One capacity report; a figure the log did not print is ``None``, never 0."""
+
+    __public_constructor__ = _PUBLIC
+
+    format: CapacityFormat
+    device: str | None
+    """``GPU``, ``CPU``, ``XPU``, ``GPU + host``, or V0's device word (``cuda``)."""
+    tokens: TokenCount | None
+    max_model_len: TokenCount | None
+    max_concurrency: Concurrency | None
+    line: int
+    """The first line of the entry (the size, blocks, or concurrency line)."""
+    concurrency_line: int | None
+    """The line the concurrency figure came from, when it is a separate line."""
+    process: ProcessTag | None
+
+
+_mint_capacity = minter(CapacityObservation, CapacityObservation.__attrs_init__)
+
+
+@final
+@attrs.frozen(init=False)
+class BlocksObservation(Sealed):
+    """A V0 ``# <device> blocks: N[, # CPU blocks: M]`` line."""
+
+    __public_constructor__ = _PUBLIC
+
+    device: str
+    device_blocks: BlockCount
+    cpu_blocks: BlockCount | None
+    line: int
+    process: ProcessTag | None
+
+
+_mint_blocks = minter(BlocksObservation, BlocksObservation.__attrs_init__)
+
+
+@final
+@attrs.frozen(init=False)
+class AvailableMemoryObservation(Sealed):
+    """A worker's ``Available KV cache memory: X GiB`` (negative values are kept)."""
+
+    __public_constructor__ = _PUBLIC
+
+    gib: GiB
+    repeated: int | None
+    line: int
+    process: ProcessTag | None
+
+    @property
+    def text(self) -> str:
+        """The figure exactly as printed (``"-0.53"``): the exact decimal, never rounded."""
+        return str(self.gib.value)
+
+
+_mint_memory = minter(AvailableMemoryObservation, AvailableMemoryObservation.__attrs_init__)
+
+
+@final
+@attrs.frozen(init=False)
+class ExecutorObservation(Sealed):
+    """One line showing something about the executor backend, and where."""
+
+    __public_constructor__ = _PUBLIC
+
+    marker: ExecutorMarker
+    named: ExecutorBackend | None
+    """The backend the line names, for the config-field and argument markers."""
+    line: int
+    process: ProcessTag | None
+
+    def compatible(self, version: Version | None) -> frozenset[ExecutorBackend]:
+        """The backends this marker is consistent with, for the launch's ``version``.
+
+        A marker that names its backend is consistent with that one.  Any other is
+        consistent with what the law table's law for ``version`` says
+        (:data:`vllm_evidence.upstream.EXECUTOR_LAW_TABLE`); where no law holds (an
+        unknown version, or one outside every span read for the marker), with every
+        backend some law allows: nothing is borrowed from a neighbouring release.
+        """
+        if self.marker in (ExecutorMarker.CONFIG_FIELD, ExecutorMarker.ARG):
+            return frozenset({self.named}) if self.named else frozenset()
+        law = None if version is None else executor_marker_law(self.marker, version)
+        if isinstance(law, ExecutorMarkerLaw):
+            return law.backends
+        return frozenset().union(*(law.backends for law in executor_marker_laws(self.marker)))
+
+
+_mint_executor = minter(ExecutorObservation, ExecutorObservation.__attrs_init__)
+
+
+# --------------------------------------------------------------------------------------
+# Two-line capacity halves (paired by the launch assembler) and the dev-mode warning.
+
+
+@attrs.frozen
+class SizeLine:
+    """``GPU KV cache size: N tokens`` alone (internal; the launch assembler pairs it)."""
+
+    device: str
+    tokens: TokenCount
+    line: int
+    process: ProcessTag | None
+
+
+@attrs.frozen
+class ConcurrencyLine:
+    """``Maximum concurrency for L tokens per request: X.XXx`` alone (internal)."""
+
+    max_model_len: TokenCount
+    max_concurrency: Concurrency
+    line: int
+    process: ProcessTag | None
+
+
+@attrs.frozen
+class DevModeWarning:
+    """``SECURITY WARNING: Development endpoints are enabled!`` (internal)."""
+
+    line: int
+
+
+Observation = (
+    VersionObservation
+    | NonDefaultArgsObservation
+    | EngineConfigObservation
+    | RankObservation
+    | RouteObservation
+    | CapacityObservation
+    | BlocksObservation
+    | AvailableMemoryObservation
+    | ExecutorObservation
+    | SizeLine
+    | ConcurrencyLine
+    | DevModeWarning
+)

@@ -1,0 +1,204 @@
+"""A read startup log as the ``vllm-evidence.startup-log/1`` JSON document and as text."""
+
+from __future__ import annotations
+
+from vllm_evidence.adapters.startup_log import Launch, ProcessTag, StartupLog
+
+__all__ = ["SCHEMA", "render_startup_log", "startup_log_document"]
+
+SCHEMA = "vllm-evidence.startup-log/1"
+
+
+def _proc(process: ProcessTag | None) -> dict[str, object] | None:
+    """A process tag as a JSON object."""
+    if process is None:
+        return None
+    return {"name": process.name, "pid": process.pid, "ip": process.ip, "tag": process.text}
+
+
+def _launch_document(launch: Launch) -> dict[str, object]:
+    version = launch.version
+    config = launch.engine_config
+    backend = launch.executor_backend
+    names = launch.served_model_names
+    return {
+        "index": launch.index,
+        "first_line": launch.first_line,
+        "last_line": launch.last_line,
+        "version": version.text if version else None,
+        "versions": [
+            {"text": v.text, "source": v.source.value, "line": v.line, "process": _proc(v.process)}
+            for v in launch.versions
+        ],
+        "served_model_names": list(names) if names is not None else None,
+        "parallel": None
+        if config is None
+        else {
+            "tensor_parallel_size": config.tensor_parallel_size,
+            "pipeline_parallel_size": config.pipeline_parallel_size,
+            "data_parallel_size": config.data_parallel_size,
+            "decode_context_parallel_size": config.decode_context_parallel_size,
+            "prefill_context_parallel_size": config.prefill_context_parallel_size,
+            "line": config.line,
+        },
+        "engine_config": None
+        if config is None
+        else {
+            "engine": config.engine,
+            "version": config.version_text,
+            "max_seq_len": config.max_seq_len.value if config.max_seq_len else None,
+            "kv_cache_dtype": config.kv_cache_dtype,
+            "enable_prefix_caching": config.enable_prefix_caching,
+            "served_model_name": config.served_model_name,
+            "distributed_executor_backend": config.distributed_executor_backend,
+            "line": config.line,
+            "entries": dict(config.entries),
+        },
+        "engine_config_lines": [c.line for c in launch.engine_configs],
+        "non_default_args": [
+            {
+                "line": a.line,
+                "served_model_names": list(a.served_model_names)
+                if a.served_model_names is not None
+                else None,
+                "tensor_parallel_size": a.tensor_parallel_size,
+                "pipeline_parallel_size": a.pipeline_parallel_size,
+                "data_parallel_size": a.data_parallel_size,
+                "args": dict(a.args),
+            }
+            for a in launch.non_default_args
+        ],
+        "ranks": [
+            {
+                "rank": r.rank,
+                "world_size": r.world_size,
+                "pid": r.pid,
+                "line": r.line,
+                "form": r.form.value,
+                "local_rank": r.local_rank,
+                "backend": r.backend,
+                "group_ranks": dict(r.group_ranks),
+                "repeated": r.repeated,
+                "process": _proc(r.process),
+            }
+            for r in launch.ranks
+        ],
+        "executor_backend": backend.value if backend else None,
+        "executor_evidence": [
+            {"marker": o.marker.value, "line": o.line} for o in launch.executor_evidence
+        ],
+        "executor_markers": [
+            {
+                "marker": o.marker.value,
+                "named": o.named.value if o.named else None,
+                "line": o.line,
+                "process": _proc(o.process),
+            }
+            for o in launch.executor_observations
+        ],
+        "routes": [
+            {"path": r.path, "methods": list(r.methods), "line": r.line} for r in launch.routes
+        ],
+        "development_mode": launch.development_mode,
+        "dev_mode_warning_lines": list(launch.dev_mode_warning_lines),
+        "capacity": [
+            {
+                "line": c.line,
+                "concurrency_line": c.concurrency_line,
+                "format": c.format.value,
+                "process": c.process.name if c.process else None,
+                "process_tag": _proc(c.process),
+                "device": c.device,
+                "tokens": c.tokens.value if c.tokens else None,
+                "max_model_len": c.max_model_len.value if c.max_model_len else None,
+                "max_concurrency": str(c.max_concurrency.value) if c.max_concurrency else None,
+            }
+            for c in launch.capacity
+        ],
+        "blocks": [
+            {
+                "line": b.line,
+                "device": b.device,
+                "gpu_blocks": b.device_blocks.value,
+                "cpu_blocks": b.cpu_blocks.value if b.cpu_blocks else None,
+                "process": _proc(b.process),
+            }
+            for b in launch.blocks
+        ],
+        "available_kv_cache_memory_gib": [m.text for m in launch.available_memory],
+        "available_kv_cache_memory": [
+            {"gib": m.text, "line": m.line, "repeated": m.repeated, "process": _proc(m.process)}
+            for m in launch.available_memory
+        ],
+        "api_server_pids": list(launch.api_server_pids),
+    }
+
+
+def startup_log_document(log: StartupLog) -> dict[str, object]:
+    """The ``vllm-evidence.startup-log/1`` JSON document of a read log."""
+    return {
+        "schema": SCHEMA,
+        "source": log.source,
+        "sha256": log.sha256,
+        "size_bytes": log.size_bytes,
+        "line_count": log.line_count,
+        "wrap_width": log.wrap_width,
+        "launches": [_launch_document(launch) for launch in log.launches],
+    }
+
+
+def render_startup_log(log: StartupLog) -> str:
+    """A readable summary, one block per launch."""
+    out = [
+        f"startup log {log.source or '<stream>'}: {log.line_count} lines, "
+        f"sha256 {log.sha256[:16]}…, {len(log.launches)} launch(es)"
+        + (f", hard wraps at {log.wrap_width} rejoined" if log.wrap_width else "")
+    ]
+    for launch in log.launches:
+        version = launch.version
+        config = launch.engine_config
+        backend = launch.executor_backend
+        names = launch.served_model_names
+        out.append(f"\nlaunch {launch.index} (lines {launch.first_line}-{launch.last_line})")
+        out.append(f"  version:            {version.text if version else 'not established'}")
+        out.append(f"  served names:       {', '.join(names) if names else 'not printed'}")
+        if config is None:
+            out.append("  parallel:           no engine-init line")
+        else:
+            out.append(
+                "  parallel:           "
+                f"TP={config.tensor_parallel_size} PP={config.pipeline_parallel_size} "
+                f"DP={config.data_parallel_size} (line {config.line})"
+            )
+        ranks = sorted({(r.rank, r.world_size) for r in launch.ranks})
+        out.append(
+            "  ranks seen:         "
+            + (", ".join(f"{r}/{w}" for r, w in ranks) if ranks else "none")
+        )
+        evidence = ", ".join(f"{o.marker.value}@{o.line}" for o in launch.executor_evidence)
+        out.append(
+            "  executor backend:   "
+            + (f"{backend.value} ({evidence})" if backend else "not established")
+        )
+        dev = launch.development_mode
+        out.append(
+            f"  routes:             {len(launch.routes)}; development mode "
+            + ("unknown" if dev is None else ("on" if dev else "off"))
+        )
+        out.extend(
+            f"  capacity line {c.line}: {c.format.value} {c.device or '?'} "
+            f"tokens={c.tokens.value if c.tokens else None} "
+            f"max_model_len={c.max_model_len.value if c.max_model_len else None} "
+            f"concurrency={c.max_concurrency.value if c.max_concurrency else None} "
+            f"[{c.process.text if c.process else '-'}]"
+            for c in launch.capacity
+        )
+        out.extend(
+            f"  blocks line {b.line}: {b.device} {b.device_blocks.value}"
+            + (f", cpu {b.cpu_blocks.value}" if b.cpu_blocks else "")
+            for b in launch.blocks
+        )
+        out.extend(
+            f"  available KV memory line {m.line}: {m.text} GiB" for m in launch.available_memory
+        )
+    return "\n".join(out) + "\n"
