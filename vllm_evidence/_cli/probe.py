@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from pathlib import Path
@@ -76,6 +77,10 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(handler=run)
 
 
+#: The largest key file read (an API key is one short line).
+_KEY_FILE_LIMIT = 64 * 1024
+
+
 def _api_key(args: argparse.Namespace) -> str | None:
     """The key from the environment or a file; raises InputError without echoing it."""
     from vllm_evidence.errors import InputError
@@ -88,7 +93,17 @@ def _api_key(args: argparse.Namespace) -> str | None:
         return value.strip()
     if args.api_key_file:
         try:
-            text = Path(args.api_key_file).read_text(encoding="utf-8")
+            # A key is one short line: read a bounded prefix, so /dev/zero or a huge file
+            # is refused instead of filling memory.
+            with Path(args.api_key_file).open("rb") as handle:
+                raw = handle.read(_KEY_FILE_LIMIT + 1)
+            if len(raw) > _KEY_FILE_LIMIT:
+                msg = (
+                    f"--api-key-file: {args.api_key_file} is larger than "
+                    f"{_KEY_FILE_LIMIT} bytes; a key file holds one key"
+                )
+                raise InputError(msg)
+            text = raw.decode("utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             msg = f"--api-key-file: cannot read {args.api_key_file}: {type(exc).__name__}"
             raise InputError(msg) from None
@@ -189,8 +204,8 @@ def run(args: argparse.Namespace) -> int:
     from vllm_evidence.errors import InputError
     from vllm_evidence.readback import readback_from_batch
 
-    if args.timeout <= 0 or args.concurrency <= 0:
-        return fail(PROG, "--timeout and --concurrency must be positive")
+    if not math.isfinite(args.timeout) or args.timeout <= 0 or args.concurrency <= 0:
+        return fail(PROG, "--timeout must be a positive finite number of seconds and --concurrency positive")
     if args.startup_log and len(args.urls) > 1:
         return fail(PROG, "--startup-log goes with one URL: a log describes one server")
     try:

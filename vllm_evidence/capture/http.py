@@ -9,6 +9,7 @@ cap; the API key travels only in the ``Authorization`` header and is kept nowher
 from __future__ import annotations
 
 import asyncio
+import math
 import re
 import time
 import uuid
@@ -50,7 +51,10 @@ def clean_target(url: str) -> str:
     """The base URL to read, credentials removed; :class:`InputError` if it is not one.
 
     ``http://user:pw@host:8000/prefix/`` becomes ``http://host:8000/prefix``.  A query
-    or fragment is refused: the probe appends only the closed routes' own targets.
+    or fragment is refused: the probe appends only the closed routes' own targets.  The
+    path is kept as the server will see it (percent-escapes stay escaped), and an escape
+    that the server would decode into ``?``, ``#`` or a control character is refused:
+    ``/collective_rpc%23`` must never reach the server as ``GET /collective_rpc``.
     """
     import httpx
 
@@ -70,8 +74,36 @@ def clean_target(url: str) -> str:
         msg = f"the port must be 1..65535, got {parsed.port}"
         raise InputError(msg)
     port = f":{parsed.port}" if parsed.port is not None else ""
-    path = parsed.path.rstrip("/")
+    path = _base_path(parsed.raw_path.decode("ascii")).rstrip("/")
     return f"{parsed.scheme}://{host}{port}{path}"
+
+
+#: A base path as it goes on the wire: RFC 3986 path characters and percent-escapes.
+_RAW_PATH_RE = re.compile(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/]|%[0-9A-Fa-f]{2})*")
+_ESCAPE_RE = re.compile(r"%([0-9A-Fa-f]{2})")
+
+
+def _base_path(raw: str) -> str:
+    """The base URL's path, escaped as sent; :class:`InputError` if it could end a route."""
+    if not _RAW_PATH_RE.fullmatch(raw):
+        msg = "the server URL's path has characters a request path cannot carry"
+        raise InputError(msg)
+    for match in _ESCAPE_RE.finditer(raw):
+        byte = int(match.group(1), 16)
+        if byte in (0x23, 0x3F) or byte < 0x20 or byte == 0x7F:
+            msg = (
+                f"the server URL's path encodes {match.group(0)} ('?', '#' or a control "
+                "character): the server would read a different route than the probe sends"
+            )
+            raise InputError(msg)
+    return raw
+
+
+def _target_parts(target: str) -> tuple[str, str]:
+    """``(scheme://host:port, raw path)`` of a cleaned target."""
+    scheme, _, rest = target.partition("://")
+    authority, slash, path = rest.partition("/")
+    return f"{scheme}://{authority}", slash + path
 
 
 #: What a bearer token may hold on the wire: printable ASCII, no spaces or controls.
@@ -108,6 +140,15 @@ class RouteClient:
             raise TypeError(msg)
         import httpx
 
+        request = self._client.build_request("GET", self._target + route.target)
+        origin, base_path = _target_parts(self._target)
+        expected = (base_path + route.target).encode("ascii")
+        if request.url.raw_path != expected or str(request.url.copy_with(raw_path=b"")).rstrip(
+            "/"
+        ) != origin.rstrip("/"):
+            # Defence in depth: clean_target already refuses what could get here.
+            msg = "the request line would not be the closed route's own target"
+            raise InputError(msg)
         started_ns = time.monotonic_ns()
         started_at = _utc_now()
         status: int | None = None
@@ -123,9 +164,8 @@ class RouteClient:
                 detail = "the batch deadline passed before this request was sent"
             else:
                 async with asyncio.timeout(budget):
-                    async with self._client.stream(
-                        "GET", self._target + route.target, follow_redirects=False
-                    ) as response:
+                    response = await self._client.send(request, stream=True, follow_redirects=False)
+                    try:
                         status = response.status_code
                         headers = tuple(response.headers.items())
                         chunks: list[bytes] = []
@@ -148,6 +188,8 @@ class RouteClient:
                             detail = f"body larger than {self._max_body_bytes} bytes"
                         else:
                             body = b"".join(chunks)
+                    finally:
+                        await response.aclose()
         except (TimeoutError, httpx.TimeoutException) as exc:
             transport, body = Transport.TIMED_OUT, None
             detail = f"no complete answer within {budget:.3g}s ({type(exc).__name__})"
@@ -197,8 +239,8 @@ async def probe(
     import httpx
 
     target = clean_target(url)
-    if timeout <= 0 or deadline <= 0 or max_body_bytes <= 0:
-        msg = "timeout, deadline and max_body_bytes must be positive"
+    if not all(math.isfinite(v) and v > 0 for v in (timeout, deadline, max_body_bytes)):
+        msg = "timeout, deadline and max_body_bytes must be positive finite numbers"
         raise InputError(msg)
     headers = {"Accept": "*/*", "Accept-Encoding": "identity", "User-Agent": "vllm-evidence"}
     if api_key is not None and not _TOKEN_RE.fullmatch(api_key):
