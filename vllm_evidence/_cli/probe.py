@@ -205,7 +205,9 @@ def run(args: argparse.Namespace) -> int:
     from vllm_evidence.readback import readback_from_batch
 
     if not math.isfinite(args.timeout) or args.timeout <= 0 or args.concurrency <= 0:
-        return fail(PROG, "--timeout must be a positive finite number of seconds and --concurrency positive")
+        return fail(
+            PROG, "--timeout must be a positive finite number of seconds, --concurrency positive"
+        )
     if args.startup_log and len(args.urls) > 1:
         return fail(PROG, "--startup-log goes with one URL: a log describes one server")
     try:
