@@ -81,6 +81,27 @@ def main() -> None:
     print(f"prometheus_client full parse: {slow * 1000:8.1f} ms")
     print(f"targeted scanner:             {fast * 1000:8.2f} ms")
     print(f"speed ratio: {slow / fast:.0f}x")
+    hostile()
+
+
+def hostile() -> None:
+    """Hostile bodies: one newline-free line repeating a targeted name, at doubling sizes.
+
+    Linear time shows as a constant time per MB (the old per-hit line-start slice was
+    quadratic: 2.16 MB took minutes).  The per-request timeout does not bound parsing,
+    so the scanner itself must.
+    """
+    from vllm_evidence.adapters.metrics import parse_metrics
+
+    for unit in ("process_start_time_seconds ", "vllm:cache_config_info{", "\t" * 7 + "x"):
+        for repeat in (100_000, 200_000, 400_000):
+            body = (unit * repeat).encode()[: 8 * 1024 * 1024]
+            took = best_of(3, parse_metrics, body)  # type: ignore[arg-type]
+            mb = len(body) / 1e6
+            per_mb = took / mb * 1000
+            print(
+                f"hostile {unit[:12]!r:>16} {mb:6.2f} MB: {took * 1000:8.1f} ms = {per_mb:.1f} ms/MB"
+            )
 
 
 if __name__ == "__main__":

@@ -159,6 +159,19 @@ def _parse_line(name: str, rest: str) -> ScannedSample:
     )
 
 
+def _starts_line(text: str, at: int) -> bool:
+    """Whether only blanks stand between the line's start and ``at``.
+
+    Walks back over the blanks just before ``at`` and no further, so that the scan stays
+    linear in the body: a long line holding the name many times costs each hit only its
+    own run of blanks (a slice from the line's start per hit would be quadratic).
+    """
+    i = at
+    while i > 0 and text[i - 1] != "\n" and text[i - 1].isspace():
+        i -= 1
+    return i == 0 or text[i - 1] == "\n"
+
+
 def _target_lines(text: str) -> Iterator[tuple[str, str]]:
     """``(name, rest of line)`` for each sample line of a targeted name, in order.
 
@@ -171,8 +184,7 @@ def _target_lines(text: str) -> Iterator[tuple[str, str]]:
         at = text.find(name)
         while at >= 0:
             end = at + len(name)
-            line_start = text.rfind("\n", 0, at) + 1
-            if (end == len(text) or text[end] in _AFTER_NAME) and not text[line_start:at].strip():
+            if (end == len(text) or text[end] in _AFTER_NAME) and _starts_line(text, at):
                 hits.append((at, name))
             at = text.find(name, end)
     hits.sort()
