@@ -99,9 +99,8 @@ def hostile() -> None:
             took = best_of(3, parse_metrics, body)  # type: ignore[arg-type]
             mb = len(body) / 1e6
             per_mb = took / mb * 1000
-            print(
-                f"hostile {unit[:12]!r:>16} {mb:6.2f} MB: {took * 1000:8.1f} ms = {per_mb:.1f} ms/MB"
-            )
+            name = repr(unit[:12])
+            print(f"hostile {name:>16} {mb:6.2f} MB: {took * 1000:8.1f} ms = {per_mb:.1f} ms/MB")
 
 
 if __name__ == "__main__":
