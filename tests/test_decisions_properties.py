@@ -7,11 +7,12 @@ from typing import Any
 
 import attrs
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from tests._evidence import bundle, cache_config_metrics, log, server_info_json, version_body
 from vllm_evidence import decisions
+from vllm_evidence._bounds import MAX_WORLD_SIZE
 from vllm_evidence._seal import SealedTypeError
 from vllm_evidence.assessment import Assessment, assess
 from vllm_evidence.decisions import (
@@ -76,6 +77,8 @@ def test_products_and_model_lists_never_resolve_a_configuration(
 def test_server_info_without_a_log_never_passes_stage_two(
     tp: int, pp: int, dp: int, backend: str | None, version: str, product: int | None
 ) -> None:
+    # A world past MAX_WORLD_SIZE stops at stage 1 instead (tests/properties/test_bounds.py).
+    assume(tp * pp * dp <= MAX_WORLD_SIZE)
     extra = {} if product is None else {Route.GET_WORLD_SIZE: b'{"world_size":%d}' % product}
     front_door = bundle(
         version_body(version), server_info_json(tp=tp, pp=pp, dp=dp, backend=backend), extra

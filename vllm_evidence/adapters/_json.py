@@ -41,3 +41,6 @@ def loads_exact(body: bytes) -> Any | ValueError:
         )
     except ValueError as exc:
         return ValueError(f"not JSON ({exc})")
+    except RecursionError:
+        # The decoder recurses once per nesting level; no vLLM body nests this deep.
+        return ValueError("not JSON this package reads (nested too deeply)")

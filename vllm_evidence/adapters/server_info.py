@@ -13,6 +13,7 @@ from typing import Any, final
 
 import attrs
 
+from vllm_evidence._bounds import MAX_WORLD_SIZE, wire_int
 from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.adapters._json import JsonNumber, loads_exact
 from vllm_evidence.adapters._text import strict_top_level_pieces
@@ -119,7 +120,12 @@ def split_config_text(text: str) -> dict[str, str] | ValueError:
 def _size_text(key: str, raw: str) -> int | ValueError:
     if not raw.isascii() or not raw.isdigit():
         return ValueError(f"{key}={raw[:40]!r} is not a positive integer")
-    value = int(raw)
+    value = wire_int(raw)
+    if value is None or value > MAX_WORLD_SIZE:
+        return ValueError(
+            f"{key}={raw[:20]}{'…' if len(raw) > 20 else ''} is larger than any deployment "
+            f"this package reads (at most {MAX_WORLD_SIZE:,})"
+        )
     if value < 1:
         return ValueError(f"{key}={raw!r} is not a positive integer")
     return value

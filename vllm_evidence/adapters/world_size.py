@@ -11,6 +11,7 @@ from typing import final
 
 import attrs
 
+from vllm_evidence._bounds import MAX_WORLD_SIZE, wire_int
 from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.adapters._json import JsonNumber, loads_exact
 from vllm_evidence.adapters.failure import BodyParseFailure, fail
@@ -51,6 +52,15 @@ def parse_world_size(body: bytes) -> WorldSizeProduct | BodyParseFailure:
     if not isinstance(raw, JsonNumber):
         return fail(Route.GET_WORLD_SIZE, 'no "world_size" number in the body')
     text = str(raw)
-    if not text.isascii() or not text.isdigit() or int(text) < 1:
+    if not text.isascii() or not text.isdigit():
+        return fail(Route.GET_WORLD_SIZE, f"world_size {text[:40]!r} is not a positive integer")
+    value = wire_int(text)
+    if value is None or value > MAX_WORLD_SIZE:
+        return fail(
+            Route.GET_WORLD_SIZE,
+            f"world_size {text[:20]}{'…' if len(text) > 20 else ''} is larger than any "
+            f"deployment this package reads (at most {MAX_WORLD_SIZE:,})",
+        )
+    if value < 1:
         return fail(Route.GET_WORLD_SIZE, f"world_size {text!r} is not a positive integer")
-    return _mint_world(product=int(text))
+    return _mint_world(product=value)

@@ -215,7 +215,7 @@ def _exchange(directory: Path, entry: Any, index: int) -> Exchange:
 def _read_manifest(directory: Path) -> CaptureBatch:
     try:
         manifest = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
+    except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
         msg = f"{directory / MANIFEST}: not a readable JSON manifest"
         raise InputError(msg) from exc
     if not isinstance(manifest, dict) or manifest.get("schema") != MANIFEST_SCHEMA:

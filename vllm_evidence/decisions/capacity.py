@@ -24,6 +24,7 @@ from typing import TypeAlias, final
 import attrs
 from packaging.version import Version
 
+from vllm_evidence._bounds import MAX_WORLD_SIZE
 from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.adapters.metrics import MetricsObservation
 from vllm_evidence.adapters.outcome import NotRequested
@@ -233,7 +234,25 @@ def _missing_engines(
     if size is None:
         return []
     have = {e.engine for e in engines}
+    if size > MAX_WORLD_SIZE:
+        return _missing_ranges(size, have)
     return [str(i) for i in range(size) if str(i) not in have]
+
+
+def _missing_ranges(size: int, have: set[str]) -> list[str]:
+    """The engines ``0 .. size - 1`` not in ``have``, as ``"a"`` or ``"a..b"`` runs.
+
+    For a DP size past any real deployment: the runs are computed from the engines
+    that do have a figure, never by listing ``size`` engines.
+    """
+    present = sorted(int(e) for e in have if e.isascii() and e.isdigit() and len(e) < 19)
+    runs: list[str] = []
+    start = 0
+    for engine in [*(e for e in present if e < size), size]:
+        if engine > start:
+            runs.append(str(start) if engine - 1 == start else f"{start}..{engine - 1}")
+        start = max(start, engine + 1)
+    return runs
 
 
 def _by_engine(figures: list[EngineCapacity]) -> dict[str, list[EngineCapacity]]:

@@ -22,6 +22,7 @@ from typing import TypeAlias, final
 
 import attrs
 
+from vllm_evidence._bounds import MAX_WORLD_SIZE
 from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.adapters.startup_log import Launch, RankObservation
 from vllm_evidence.decisions._common import RESTARTED, RESTARTED_REMEDY, scope
@@ -201,13 +202,32 @@ def _from_log(launch: Launch) -> ResolvedParallel | str | None:
                 f"data_parallel_size absent from the non-default args (line {args.line}): "
                 "the default, 1"
             )
+    pcp = config.prefill_context_parallel_size or 1
+    too_large = _beyond_bounds(tp, pp, pcp, dp, f"the engine-init line (line {config.line})")
+    if too_large is not None:
+        return too_large
     return _mint_resolved(
         tensor_parallel_size=tp,
         pipeline_parallel_size=pp,
         data_parallel_size=dp,
-        prefill_context_parallel_size=config.prefill_context_parallel_size or 1,
+        prefill_context_parallel_size=pcp,
         source=log_source(launch, config.line, config.process),
         data_parallel_note=note,
+    )
+
+
+def _beyond_bounds(tp: int, pp: int, pcp: int, dp: int, where: str) -> str | None:
+    """Why sizes that multiply past :data:`MAX_WORLD_SIZE` ranks are not resolved.
+
+    The expected ranks are derived from these sizes; a world larger than any deployment
+    is refused here, before anything is built from it.
+    """
+    world = tp * pp * pcp * dp
+    if world <= MAX_WORLD_SIZE:
+        return None
+    return (
+        f"{where} gives TP×PP×PCP×DP = {world:,} ranks, more than any deployment this "
+        f"package reads (at most {MAX_WORLD_SIZE:,})"
     )
 
 
@@ -222,11 +242,17 @@ def _from_http(evidence: Evidence) -> ResolvedParallel | str | None:
         return f"{source} does not carry TP and PP sizes"
     if p.data_parallel_size is None:
         return f"{source} does not carry data_parallel_size (the text form before 0.10.2)"
+    pcp = p.prefill_context_parallel_size or 1
+    too_large = _beyond_bounds(
+        p.tensor_parallel_size, p.pipeline_parallel_size, pcp, p.data_parallel_size, str(source)
+    )
+    if too_large is not None:
+        return too_large
     return _mint_resolved(
         tensor_parallel_size=p.tensor_parallel_size,
         pipeline_parallel_size=p.pipeline_parallel_size,
         data_parallel_size=p.data_parallel_size,
-        prefill_context_parallel_size=p.prefill_context_parallel_size or 1,
+        prefill_context_parallel_size=pcp,
         source=source,
         data_parallel_note=None,
     )

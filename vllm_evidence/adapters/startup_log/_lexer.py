@@ -17,6 +17,7 @@ from collections.abc import Iterator
 
 import attrs
 
+from vllm_evidence._bounds import wire_int
 from vllm_evidence.adapters._text import top_level_pieces
 
 __all__ = [
@@ -267,10 +268,9 @@ def parse_name_list(value: str) -> tuple[str, ...] | None:
 
 
 def parse_int_text(value: str | None) -> int | None:
-    """A plain decimal integer, or ``None`` (``None``, quoted, negative, anything else)."""
-    if value is None or not value.isascii() or not value.isdigit():
-        return None
-    return int(value)
+    """A plain decimal integer of at most 18 digits, or ``None`` (``None``, quoted,
+    negative, longer, anything else)."""
+    return None if value is None else wire_int(value)
 
 
 def parse_bool_text(value: str | None) -> bool | None:
