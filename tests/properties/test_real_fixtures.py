@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-COMMITTED = Path(__file__).parent / "fixtures" / "real" / "vllm-0.32.0-cpu"
+COMMITTED = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "vllm-0.32.0-cpu"
 ROOT = Path(os.environ.get("VLLM_EVIDENCE_LIVE_CAPTURES") or COMMITTED)
 SCENARIOS = ("tp1-devmode-alias", "tp2-apikey", "tp2-devmode", "restart-mid-batch")
 KEY_PREFIX = "live-tier-key-"  # every key the recorder makes starts with this

@@ -5,6 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 from pathlib import Path
 
+from tests._paths import CAPTURES
 from vllm_evidence.adapters.startup_log import (
     CapacityFormat,
     ExecutorBackend,
@@ -14,7 +15,6 @@ from vllm_evidence.adapters.startup_log import (
     read_startup_log,
 )
 
-CAPTURES = Path(__file__).parent / "fixtures" / "captures"
 PUBLIC = CAPTURES / "public" / "startup-log"
 
 

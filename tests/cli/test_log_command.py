@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-CAPTURES = Path(__file__).parent / "fixtures" / "captures"
+from tests._paths import CAPTURES
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:

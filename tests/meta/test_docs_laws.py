@@ -13,11 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.test_mutation_table import _fresh_table
+from tests.upstream.test_table import _fresh_table
 from vllm_evidence._cli.laws import render_markdown
 from vllm_evidence.upstream import LAW_TABLE, READ_RELEASES
 
-DOC = Path(__file__).parent.parent / "docs" / "laws.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "laws.md"
 
 
 def _diff(expected: str, actual: str) -> str:
