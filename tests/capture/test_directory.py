@@ -1,21 +1,17 @@
-"""Capture directories: round trip, tamper refusal, bare bodies, and `explain`."""
+"""Capture directories: round trip, tamper refusal, bare bodies."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests._evidence import front_door_join
 from tests._paths import REAL
-from tests.test_adapters import REAL_CACHE_CONFIG_LABELS
 from vllm_evidence.adapters.outcome import NotFound, Parsed
 from vllm_evidence.capture.directory import MANIFEST, save
 from vllm_evidence.capture.http import probe_sync
-from vllm_evidence.cli import main
 from vllm_evidence.decisions import JoinedIncarnation, JoinReason
 from vllm_evidence.errors import CaptureIntegrityError, InputError
 from vllm_evidence.output.front_door import front_door_document
@@ -92,63 +88,3 @@ def test_bare_directory_keeps_a_saved_404(tmp_path: Path) -> None:
 def test_empty_directory_is_input_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match=r"no manifest\.json"):
         load(tmp_path)
-
-
-def test_explain_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["explain", str(REAL), "--json"]) == 0
-    doc = json.loads(capsys.readouterr().out)
-    assert doc["schema"] == "vllm-evidence.assessment/1"
-    assert doc["observations"]["version"] == "0.32.0"
-    assert doc["observations"]["metrics"]["cache_config_info"] == [
-        {"labels": REAL_CACHE_CONFIG_LABELS, "value": "1.0"}
-    ]
-    assert doc["observations"]["models"] == [
-        {
-            "id": "tiny-llama:q4-alias",
-            "owned_by": "vllm",
-            "root": "/models/tiny-llama",
-            "parent": None,
-            "max_model_len": 2048,
-        }
-    ]
-    assert doc["observations"]["server_info"]["parallel"]["tensor_parallel_size"] == 1
-    assert doc["observations"]["server_info"]["parallel"]["distributed_executor_backend"] == "mp"
-    assert doc["front_door"]["join"] == {
-        "established": False,
-        "reason": "caller_assembled",
-        "detail": "bodies supplied by a caller were not read in one bracketed batch",
-    }
-
-
-def test_explain_text(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["explain", str(REAL)]) == 0
-    out = capsys.readouterr().out
-    assert out.startswith("vLLM 0.32.0\n")
-    assert "engine 0: 4,194,304 tokens" in out
-    assert "front-door join        REFUSED      caller_assembled" in out
-
-
-def test_explain_refuses_tampered_capture_with_exit_2(tmp_path: Path) -> None:
-    with serve_capture(REAL) as door:
-        saved = save(probe_sync(door.url), tmp_path / "capture")
-    (saved / "metrics.body").write_bytes(b"process_start_time_seconds 1\n")
-    result = subprocess.run(
-        [sys.executable, "-m", "vllm_evidence", "explain", str(saved), "--json"],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert result.returncode == 2
-    assert result.stdout == ""
-    assert result.stderr.count("\n") == 1
-    assert "SHA-256" in result.stderr
-    assert "Traceback" not in result.stderr
-
-
-def test_explain_missing_directory_exit_2(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    assert main(["explain", str(tmp_path / "nope")]) == 2
-    err = capsys.readouterr().err
-    assert err.count("\n") == 1
-    assert "not a directory" in err

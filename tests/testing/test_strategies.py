@@ -1,14 +1,12 @@
-"""The downstream test kit: strategies parse, types register, faults type, fixture stops."""
+"""The test kit's strategies: bodies and logs parse to the drawn figures, captures describe
+one launch, and ``st.from_type`` works for the public types.
+"""
 
 from __future__ import annotations
 
-import http.client
 import io
 import json
 import re
-import socket
-import subprocess
-import sys
 
 import pytest
 from hypothesis import given, settings
@@ -16,34 +14,25 @@ from hypothesis import strategies as st
 from packaging.version import Version
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests._evidence import front_door_join
-from tests.test_metrics_differential import assert_same
-from vllm_evidence import Assessment, StartupLog, read_startup_log, readback_from_batch
+from tests.adapters.test_metrics import assert_same
+from vllm_evidence import Assessment, StartupLog, read_startup_log
 from vllm_evidence.adapters.metrics import MetricsObservation, parse_metrics
 from vllm_evidence.adapters.models import ServedModels, parse_models
-from vllm_evidence.adapters.outcome import Parsed, TimedOut, Unparsed, Unreachable
 from vllm_evidence.adapters.server_info import (
     ServerInfo,
     parse_server_info_json,
     parse_server_info_text,
 )
 from vllm_evidence.capture.batch import CaptureBatch
-from vllm_evidence.capture.http import probe_sync
-from vllm_evidence.decisions import JoinReason, JoinUnestablished
 from vllm_evidence.readback import CapturedReadback, HistoricalBundle
 from vllm_evidence.testing import (
     CACHE_CONFIG_LABELS,
     RELEASES,
     CaptureDirectory,
-    Fault,
-    FrontDoorFactory,
     GeneratedLog,
-    StubRequest,
     capture_directories,
-    forbidden_requests,
     metrics_bodies,
     models_bodies,
-    observe_requests,
     server_info_jsons,
     server_info_texts,
     startup_log_examples,
@@ -244,158 +233,3 @@ def test_from_type_works_for_probed_types() -> None:
     draw()
     assert drawn
     assert all(isinstance(v, CapturedReadback | CaptureBatch) for v in drawn)
-
-
-def test_stub_and_plugin_do_not_need_hypothesis() -> None:
-    code = (
-        "import sys, vllm_evidence.testing, vllm_evidence.testing.plugin; "
-        "from vllm_evidence.testing import serve_capture, CaptureDirectory; "
-        "print('hypothesis' in sys.modules)"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout
-    assert out.strip() == "False"
-
-
-# --- faults, each with the probe's typed outcome -------------------------------------
-
-
-def test_trickle_within_the_timeout_is_parsed(vllm_front_door: FrontDoorFactory) -> None:
-    door = vllm_front_door(faults={Route.VERSION: Fault(trickle_bytes_per_s=100)})
-    readback = readback_from_batch(probe_sync(door.url, timeout=2.0))
-    assert isinstance(readback.version, Parsed)  # 20 bytes at 100 B/s: about 0.2 s
-
-
-def test_trickle_past_the_timeout_times_out(vllm_front_door: FrontDoorFactory) -> None:
-    door = vllm_front_door(faults={Route.VERSION: Fault(trickle_bytes_per_s=20)})
-    readback = readback_from_batch(probe_sync(door.url, timeout=0.3))
-    assert isinstance(readback.version, TimedOut)  # 20 bytes at 20 B/s: about 1 s
-    assert isinstance(readback.models, Parsed)
-
-
-def test_truncated_json_is_unparsed(vllm_front_door: FrontDoorFactory) -> None:
-    door = vllm_front_door(faults={Route.MODELS: Fault(truncate_at=40)})
-    readback = readback_from_batch(probe_sync(door.url))
-    assert isinstance(readback.models, Unparsed)
-    exchange = readback.batch.exchange(Route.MODELS)
-    assert exchange is not None
-    assert exchange.body is not None
-    assert len(exchange.body) == 40
-
-
-def test_garbage_is_unparsed(vllm_front_door: FrontDoorFactory) -> None:
-    faults = {r: Fault(garbage=True) for r in (Route.VERSION, Route.SERVER_INFO_JSON)}
-    door = vllm_front_door(faults=faults)
-    readback = readback_from_batch(probe_sync(door.url))
-    assert isinstance(readback.version, Unparsed)
-    assert isinstance(readback.server_info_json, Unparsed)
-    assert isinstance(readback.server_info, Parsed)
-
-
-def test_reset_is_unreachable(vllm_front_door: FrontDoorFactory) -> None:
-    door = vllm_front_door(faults={Route.VERSION: Fault(reset=True)})
-    readback = readback_from_batch(probe_sync(door.url))
-    assert isinstance(readback.version, Unreachable)
-    assert isinstance(readback.models, Parsed)
-
-
-def test_health_503_is_a_parsed_unhealthy_answer(vllm_front_door: FrontDoorFactory) -> None:
-    door = vllm_front_door(faults={Route.HEALTH: Fault(status=503)})
-    readback = readback_from_batch(probe_sync(door.url))
-    assert isinstance(readback.health, Parsed)
-    assert readback.health.observation.status == 503
-
-
-def test_restart_between_probes_changes_the_marker(vllm_front_door: FrontDoorFactory) -> None:
-    door = vllm_front_door()
-    before = readback_from_batch(probe_sync(door.url))
-    door.restart()
-    after = readback_from_batch(probe_sync(door.url))
-    assert isinstance(before.metrics, Parsed)
-    assert isinstance(after.metrics, Parsed)
-    first, second = before.metrics.observation, after.metrics.observation
-    assert first.process_start_time is not None
-    assert second.process_start_time is not None
-    assert second.process_start_time.seconds == first.process_start_time.seconds + 1000
-
-
-def test_restart_inside_a_batch_refuses_the_join(vllm_front_door: FrontDoorFactory) -> None:
-    door = vllm_front_door(restart_after_metrics_reads=1)
-    join = front_door_join(readback_from_batch(probe_sync(door.url)))
-    assert isinstance(join, JoinUnestablished)
-    assert join.reason is JoinReason.MARKER_CHANGED
-
-
-def test_fault_arguments_are_checked() -> None:
-    with pytest.raises(ValueError, match="trickle"):
-        Fault(trickle_bytes_per_s=0)
-    with pytest.raises(ValueError, match="truncate_at"):
-        Fault(truncate_at=-1)
-
-
-# --- the fixture and the request log ----------------------------------------------------
-
-
-def _port_open(port: int) -> bool:
-    with socket.socket() as s:
-        s.settimeout(0.5)
-        return s.connect_ex(("127.0.0.1", port)) == 0
-
-
-def test_fixture_starts_the_stub_and_stops_it_after_the_test(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(
-        """
-        import http.client
-
-        PORTS = []
-
-        def test_uses_the_door(vllm_front_door):
-            door = vllm_front_door()
-            PORTS.append(door.port)
-            conn = http.client.HTTPConnection("127.0.0.1", door.port, timeout=2)
-            conn.request("GET", "/version")
-            assert conn.getresponse().status == 200
-            assert [(r.method, r.path) for r in door.requests] == [("GET", "/version")]
-
-        def test_port_is_closed_afterwards():
-            import socket
-            with socket.socket() as s:
-                s.settimeout(0.5)
-                assert s.connect_ex(("127.0.0.1", PORTS[0])) != 0
-        """
-    )
-    result = pytester.runpytest_inprocess("-p", "no:cacheprovider", "-W", "ignore")
-    result.assert_outcomes(passed=2)
-
-
-def test_fixture_started_stubs_reach_the_session_guard(
-    vllm_front_door: FrontDoorFactory, stub_request_log: list[StubRequest]
-) -> None:
-    before = len(stub_request_log)
-    door = vllm_front_door()
-    probe_sync(door.url)
-    seen = stub_request_log[before:]
-    assert len(seen) == len(door.requests) == 8  # 2 bracket reads + 6 routes
-    assert forbidden_requests(seen) == []
-    assert _port_open(door.port)
-
-
-def test_a_post_is_recorded_and_flagged(
-    vllm_front_door: FrontDoorFactory, stub_request_log: list[StubRequest]
-) -> None:
-    door = vllm_front_door()
-    with observe_requests() as private:
-        conn = http.client.HTTPConnection("127.0.0.1", door.port, timeout=2)
-        conn.request("POST", "/collective_rpc", body=b'{"method":"x"}')
-        assert conn.getresponse().status == 405
-        conn.close()
-    posted = [r for r in door.requests if r.method == "POST"]
-    assert [(r.method, r.path) for r in posted] == [("POST", "/collective_rpc")]
-    assert forbidden_requests(door.requests) == posted
-    assert forbidden_requests(private) == posted
-    # The session guard saw it too (and would fail the session); this test sent it on
-    # purpose, so it takes exactly that request back out of the session's log.
-    assert posted[0] in stub_request_log
-    stub_request_log.remove(posted[0])
-    assert forbidden_requests(stub_request_log) == []

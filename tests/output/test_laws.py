@@ -6,18 +6,24 @@ each kind, with every key and value written out by hand.
 
 from __future__ import annotations
 
+import re
+
 from packaging.version import Version
 
+from vllm_evidence.adapters.startup_log import ExecutorMarker
 from vllm_evidence.output.laws import law_json
 from vllm_evidence.upstream import (
     CapacitySource,
     ExecutorBackend,
+    ExecutorMarkerLaw,
     Law,
     LawNotEstablished,
     ReleaseLaws,
     Route,
+    executor_marker_law,
     laws_for,
 )
+from vllm_evidence.upstream.laws import CACHE_CONFIG_LABELS_KEY as _CACHE_KEY
 
 
 def _laws(text: str) -> ReleaseLaws:
@@ -119,3 +125,44 @@ def test_a_law_not_established_lists_the_known_spans() -> None:
     nowhere = law_json(_laws("0.32.0").health(ExecutorBackend.EXTERNAL_LAUNCHER))
     assert nowhere["known_spans"] == []
     assert str(nowhere["statement"]).startswith("not established for any release: ")
+
+
+# --- the cache_config_info label law, against the real capture's labels -------------
+
+
+def _release_laws(text: str) -> ReleaseLaws:
+    laws = laws_for(Version(text))
+    assert isinstance(laws, ReleaseLaws), text
+    return laws
+
+
+def _capture_labels() -> frozenset[str]:
+    from tests._paths import real_body
+
+    line = next(
+        line
+        for line in real_body("metrics").decode().splitlines()
+        if line.startswith("vllm:cache_config_info{")
+    )
+    return frozenset(re.findall(r'([A-Za-z_][A-Za-z0-9_]*)="', line))
+
+
+def test_cache_config_labels_json() -> None:
+    doc = law_json(_release_laws("0.32.0").cache_config_labels())
+    assert doc["question"] == _CACHE_KEY
+    assert doc["labels"] == sorted(_capture_labels())
+    assert law_json(_release_laws("0.30.0").cache_config_labels())["established"] is False
+
+
+# --- an executor-marker law -----------------------------------------------------
+
+
+def test_an_executor_law_as_json_names_its_marker_backends_and_files() -> None:
+    law = executor_marker_law(ExecutorMarker.MULTIPROC_EXECUTOR_FILE, Version("0.32.0"))
+    assert isinstance(law, ExecutorMarkerLaw)
+    doc = law_json(law)
+    assert doc["question"] == "executor.multiproc_executor_file"
+    assert doc["marker"] == "multiproc_executor_file"
+    assert doc["backends"] == ["mp", "ray"]
+    assert doc["files"] == ["multiproc_executor.py"]
+    assert doc["span"] == {"first": "0.20.0", "last": "0.33.0"}

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import itertools
-import json
 import re
-import subprocess
-import sys
 
 import pytest
 from packaging.version import Version
 
-from vllm_evidence.output.laws import law_json
+from vllm_evidence.adapters.startup_log import ExecutorMarker
 from vllm_evidence.upstream import (
+    EXECUTOR_FILES,
+    EXECUTOR_LAW_TABLE,
     LAW_TABLE,
     READ_RELEASES,
     CacheConfigLabelsLaw,
@@ -20,6 +19,7 @@ from vllm_evidence.upstream import (
     CapacityLaw,
     CapacitySource,
     ExecutorBackend,
+    ExecutorMarkerLaw,
     HealthCoverage,
     HealthFailureLaw,
     HealthLaw,
@@ -30,8 +30,9 @@ from vllm_evidence.upstream import (
     RouteGate,
     RouteLaw,
     VersionNotEstablished,
+    executor_marker_law,
+    executor_marker_laws,
     laws_for,
-    parse_release,
 )
 from vllm_evidence.upstream.laws import CACHE_CONFIG_LABELS_KEY as _CACHE_KEY
 
@@ -152,86 +153,11 @@ def test_health_coverage_by_backend() -> None:
     assert _failure_status("0.9.2") == 500
 
 
-def test_local_labels_are_builds_of_the_same_release() -> None:
-    assert _gate("0.33.0+cpu", Route.SERVER_INFO) == RouteGate.DEVELOPMENT_MODE
-
-
 @pytest.mark.parametrize("text", ["99.0", "0.33.1", "0.34.0.dev0", "0.6.5", "0.6.6"])
 def test_versions_outside_every_read_release_get_nothing(text: str) -> None:
     result = laws_for(Version(text))
     assert isinstance(result, VersionNotEstablished)
     assert result.statement.startswith(f"vLLM {text} is outside")
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [
-        ("0.25.2.dev0+g752a3a504.d20260714", "0.25.2.dev0+g752a3a504.d20260714"),
-        ("0.6.6.post1", "0.6.6.post1"),
-        (" 0.32.0\n", "0.32.0"),
-    ],
-)
-def test_parse_release_accepts_pep440(text: str, expected: str) -> None:
-    assert Version(expected) == parse_release(text)
-
-
-@pytest.mark.parametrize("text", ["banana", "", "0.32.0 beta", "v0..1"])
-def test_parse_release_refuses_non_versions(text: str) -> None:
-    assert parse_release(text) is None
-
-
-# --- the CLI ----------------------------------------------------------------------
-
-
-def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "vllm_evidence", "laws", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={"NO_COLOR": "1", "PATH": ""},
-    )
-
-
-def test_cli_answers_differ_by_release() -> None:
-    docs = {}
-    for v in ("0.32.0", "0.7.3", "99.0"):
-        out = _cli("--version", v, "--json")
-        assert out.returncode == 0, out.stderr
-        docs[v] = json.loads(out.stdout)
-    assert docs["0.32.0"]["schema"] == "vllm-evidence.laws/1"
-    assert docs["0.32.0"]["established"] is True
-    assert docs["99.0"]["established"] is False
-    assert docs["99.0"]["answers"] == []
-    held_32 = sum(a["established"] for a in docs["0.32.0"]["answers"])
-    held_73 = sum(a["established"] for a in docs["0.7.3"]["answers"])
-    assert held_32 > held_73 > 0
-    by_key = {a["question"]: a for a in docs["0.32.0"]["answers"]}
-    assert by_key["route./server_info"]["gate"] == "development_mode"
-    assert by_key["route./server_info"]["span"] == {"first": "0.8.5", "last": "0.33.0"}
-
-
-def test_cli_text_for_a_release() -> None:
-    out = _cli("--version", "0.7.3")
-    assert out.returncode == 0
-    assert "not established for 0.7.3" in out.stdout
-    assert "route./version" in out.stdout
-
-
-def test_cli_whole_table_json() -> None:
-    out = _cli("--json")
-    doc = json.loads(out.stdout)
-    assert len(LAW_TABLE) == len(doc["questions"])
-    assert doc["read_releases"][0]["version"] == "0.6.6.post1"
-
-
-@pytest.mark.parametrize("bad", [["--version", "banana"], ["--bogus"], ["--version"]])
-def test_cli_bad_input_is_one_line_exit_2(bad: list[str]) -> None:
-    out = _cli(*bad)
-    assert out.returncode == 2
-    assert out.stdout == ""
-    assert len(out.stderr.strip().splitlines()) == 1, out.stderr
-    assert "Traceback" not in out.stderr
 
 
 # --- vllm:cache_config_info labels ---------------------------------------------------
@@ -288,13 +214,6 @@ def test_adjacent_label_laws_differ() -> None:
     assert all(a != b for a, b in itertools.pairwise(labels))
 
 
-def test_cache_config_labels_json() -> None:
-    doc = law_json(_laws("0.32.0").cache_config_labels())
-    assert doc["question"] == _CACHE_KEY
-    assert doc["labels"] == sorted(_capture_labels())
-    assert law_json(_laws("0.30.0").cache_config_labels())["established"] is False
-
-
 # --- small contracts of the table's building blocks -------------------------------------
 
 
@@ -306,28 +225,53 @@ def test_answer_of_an_unknown_question_is_a_key_error() -> None:
         laws.answer("no.such.question")
 
 
-def test_a_span_runs_only_between_read_releases_in_order() -> None:
-    from vllm_evidence.upstream.releases import span
-
-    ok = span("0.8.5", "0.11.0")
-    assert (ok.first, ok.last) == (Version("0.8.5"), Version("0.11.0"))
-    for first, last in (("0.8.4", "0.11.0"), ("0.8.5", "0.12.0"), ("0.11.0", "0.8.5")):
-        with pytest.raises(ValueError, match=rf"got {first}\.\.{last}$"):
-            span(first, last)
+# --- executor markers: which backends a marker is consistent with, by release ------
 
 
-def test_development_routes_are_the_four_dev_mode_routes() -> None:
-    dev = {route.value for route in Route if route.development_only}
-    assert dev == {
-        "server_info",
-        "server_info__config_format_json",
-        "get_world_size",
-        "collective_rpc",
+MP, RAY = ExecutorBackend.MP, ExecutorBackend.RAY
+
+
+CITATION = re.compile(r"(first-hand )?v0\.\d+\.\d+(\.post1|\.\d+)?: \S")
+
+
+def test_every_executor_file_is_named_by_a_law() -> None:
+    assert set(EXECUTOR_FILES) == {
+        "ray_distributed_executor.py",
+        "ray_executor.py",
+        "ray_executor_v2.py",
+        "ray_gpu_executor.py",
+        "mp_distributed_executor.py",
+        "multiproc_gpu_executor.py",
+        "multiproc_executor.py",
+        "uniproc_executor.py",
+        "gpu_executor.py",
     }
+    assert EXECUTOR_FILES["multiproc_executor.py"] is ExecutorMarker.MULTIPROC_EXECUTOR_FILE
 
 
-def test_a_file_stem_names_a_route_or_nothing() -> None:
-    assert Route.from_stem("v1_models") is Route.MODELS
-    assert Route.from_stem("server_info__config_format_json") is Route.SERVER_INFO_JSON
-    assert Route.from_stem("v1/models") is None
-    assert Route.from_stem("") is None
+def test_every_executor_law_cites_a_release_and_spans_do_not_overlap() -> None:
+    for _, laws in EXECUTOR_LAW_TABLE:
+        assert laws
+        for law in laws:
+            assert law.sources
+            for source in law.sources:
+                assert CITATION.match(source), source
+        for a, b in itertools.pairwise(laws):
+            assert a.span.last < b.span.first
+
+
+def test_a_shared_marker_is_mp_only_before_ray_v2_and_mp_or_ray_from_it() -> None:
+    for marker in (ExecutorMarker.MULTIPROC_EXECUTOR_FILE, ExecutorMarker.VLLM_WORKER_TAG):
+        before = executor_marker_law(marker, Version("0.10.1.1"))
+        after = executor_marker_law(marker, Version("0.32.0"))
+        assert isinstance(before, ExecutorMarkerLaw)
+        assert before.backends == {MP}
+        assert isinstance(after, ExecutorMarkerLaw)
+        assert after.backends == {MP, RAY}
+        between = executor_marker_law(marker, Version("0.15.0"))
+        assert isinstance(between, LawNotEstablished)
+
+
+def test_a_marker_that_names_its_backend_has_no_law() -> None:
+    assert executor_marker_law(ExecutorMarker.CONFIG_FIELD, Version("0.32.0")) is None
+    assert executor_marker_laws(ExecutorMarker.ARG) == ()

@@ -25,8 +25,6 @@ from vllm_evidence.decisions import (
     ParallelRefused,
     ServedIdentityRefused,
 )
-from vllm_evidence.testing.stub import Fault
-from vllm_evidence.upstream import Route
 
 
 def test_a_log_of_another_version_refuses_every_log_fact() -> None:
@@ -82,48 +80,3 @@ def test_without_a_restart_the_same_front_door_establishes() -> None:
 def test_a_restart_does_not_touch_log_facts() -> None:
     assessment = assess(probe_stub(REAL, restart_after_metrics_reads=1), real_log())
     assert isinstance(assessment.parallel, ParallelEstablished)
-
-
-def test_an_unparsed_metrics_read_is_named_not_called_unobserved() -> None:
-    door = probe_stub(REAL, faults={Route.METRICS: Fault(body=b"<html>oops</html>\n")})
-    decision = assess(door).capacity
-    assert isinstance(decision, CapacityRefused)
-    assert decision.reason is CapacityReason.METRICS_UNPARSED
-    assert decision.detail.startswith("/metrics: unparsed")
-    failing = probe_stub(REAL, faults={Route.METRICS: Fault(status=500)})
-    decision = assess(failing).capacity
-    assert isinstance(decision, CapacityRefused)
-    assert decision.detail == "/metrics: http_error"
-
-
-def test_a_log_backend_is_not_paired_with_the_front_doors_health_answer() -> None:
-    door = bundle(version_body("0.32.0"), HEALTHY)
-    decision = assess(door, real_log()).health_coverage
-    assert isinstance(decision, HealthCoverageEstablished)
-    assert decision.backend_source.kind.value == "startup_log"
-    assert decision.health_status is None
-
-
-def test_capacity_for_one_of_two_resolved_engines_is_refused() -> None:
-    """DP=2 resolved by /server_info, but /metrics labels only engine 0."""
-    from tests._evidence import cache_config_metrics, server_info_json
-
-    one = bundle(
-        version_body("0.32.0"),
-        server_info_json(dp=2),
-        cache_config_metrics('engine="0",kv_cache_size_tokens="4096"'),
-    )
-    decision = assess(one).capacity
-    assert isinstance(decision, CapacityRefused)
-    assert decision.reason is CapacityReason.ENGINES_MISSING
-    assert "engine(s) 1 have no capacity figure" in decision.detail
-    both = bundle(
-        version_body("0.32.0"),
-        server_info_json(dp=2),
-        cache_config_metrics(
-            'engine="0",kv_cache_size_tokens="4096"', 'engine="1",kv_cache_size_tokens="4096"'
-        ),
-    )
-    established = assess(both).capacity
-    assert isinstance(established, CapacityEstablished)
-    assert [e.engine for e in established.engines] == ["0", "1"]
