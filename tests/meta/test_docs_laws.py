@@ -2,7 +2,8 @@
 
 Every law's statement, rule and citations are user-facing facts: a change to one of them
 must show up as a reviewed change of the document.  The table is rebuilt here by calling
-its builders (as in ``test_mutation_table``), so a builder changed after import is seen.
+its builders (as in ``tests/upstream/test_table.py``), so a builder changed after import
+is seen.
 Regenerate the document with ``vllm-evidence laws --markdown > docs/laws.md``.
 """
 
