@@ -967,7 +967,7 @@ def check() -> int:
         env = dict(os.environ)
         env["VLLM_EVIDENCE_LIVE_CAPTURES"] = str(out)
         env["VLLM_EVIDENCE_LIVE_SECRET"] = run.api_key
-        tests = ["tests/test_real_fixtures.py", "tests/live"]
+        tests = ["tests/properties/test_real_fixtures.py", "tests/live"]
         log(f"running the live tests on the fresh captures: pytest {' '.join(tests)}")
         t0 = time.monotonic()
         proc = subprocess.run(  # noqa: S603 - our own fixed argv

@@ -42,7 +42,7 @@ def forbidden(requests: list[StubRequest]) -> list[StubRequest]:
 def stub_request_log() -> Iterator[list[StubRequest]]:
     """Every request any stub received in this session; checked when the session ends.
 
-    ``test_probe.py::test_session_guard_sees_the_probes_requests`` proves it is wired.
+    ``tests/capture/test_http.py::test_session_guard_sees_the_probes_requests`` proves it is wired.
     """
     with observe_requests() as log:
         yield log

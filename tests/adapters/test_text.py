@@ -1,0 +1,52 @@
+"""The one top-level scanner the HTTP adapters and the log reader share: brackets, quotes,
+escapes and enum reprs; strict (names the damage) and tolerant (takes what it can).
+"""
+
+from __future__ import annotations
+
+from vllm_evidence.adapters._text import strict_top_level_pieces, top_level_pieces
+from vllm_evidence.adapters.startup_log import (
+    split_top_level,
+)
+
+
+def test_the_scanner_skips_escaped_quotes_and_reads_enum_reprs() -> None:
+    assert top_level_pieces(r"a='x\', y', b=2") == [r"a='x\', y'", " b=2"]
+    assert top_level_pieces("m=<Mode.X: 3, 4>, n=1") == ["m=<Mode.X: 3, 4>", " n=1"]
+    assert top_level_pieces("a=1<2, b=3") == ["a=1<2", " b=3"]
+    assert top_level_pieces("a=1, b=<") == ["a=1", " b=<"]
+    assert top_level_pieces("a;b", ";") == ["a", "b"]
+    assert top_level_pieces("x, y,z") == ["x", " y", "z"]
+
+
+def test_the_strict_scanner_names_an_unclosed_enum_repr() -> None:
+    damage = strict_top_level_pieces("a=<B, c=1")
+    assert isinstance(damage, ValueError)
+    assert str(damage) == "unclosed bracket, expected '>'"
+
+
+def test_split_top_level_respects_brackets_and_quotes() -> None:
+    pieces = list(split_top_level("a='x, y', b=[1, 2], c={'k': (3, 4)}, d=<E.X: 2>, e=5"))
+    assert pieces == ["a='x, y'", "b=[1, 2]", "c={'k': (3, 4)}", "d=<E.X: 2>", "e=5"]
+
+
+def test_the_strict_and_tolerant_splits_share_one_scanner() -> None:
+    from vllm_evidence.adapters.server_info import split_config_text
+
+    text = "mode=<CompilationMode.VLLM_COMPILE: 3>, sizes=[1, 2], name='a, b'"
+    assert list(split_top_level(text)) == [
+        "mode=<CompilationMode.VLLM_COMPILE: 3>",
+        "sizes=[1, 2]",
+        "name='a, b'",
+    ]
+    assert split_config_text(text) == {
+        "mode": "<CompilationMode.VLLM_COMPILE: 3>",
+        "sizes": "[1, 2]",
+        "name": "'a, b'",
+    }
+    # damage: the log reader takes what it can, the HTTP adapter says where it broke
+    assert list(split_top_level("a=1), b=2")) == ["a=1)", "b=2"]
+    assert str(split_config_text("a=1), b=2")) == "unbalanced ')' at offset 3"
+    assert list(split_top_level("a='x, b=2")) == ["a='x, b=2"]
+    assert str(split_config_text("a='x, b=2")) == "unterminated quoted string"
+    assert str(split_config_text("a=[1, b=2")) == "unclosed bracket, expected ']'"

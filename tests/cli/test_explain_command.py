@@ -1,0 +1,77 @@
+"""``vllm-evidence explain`` on a saved capture: the JSON contract, the text, refusals."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests._paths import REAL
+from tests.adapters.test_metrics import REAL_CACHE_CONFIG_LABELS
+from vllm_evidence.capture.directory import save
+from vllm_evidence.capture.http import probe_sync
+from vllm_evidence.cli import main
+from vllm_evidence.testing.stub import serve_capture
+
+
+def test_explain_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", str(REAL), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["schema"] == "vllm-evidence.assessment/1"
+    assert doc["observations"]["version"] == "0.32.0"
+    assert doc["observations"]["metrics"]["cache_config_info"] == [
+        {"labels": REAL_CACHE_CONFIG_LABELS, "value": "1.0"}
+    ]
+    assert doc["observations"]["models"] == [
+        {
+            "id": "tiny-llama:q4-alias",
+            "owned_by": "vllm",
+            "root": "/models/tiny-llama",
+            "parent": None,
+            "max_model_len": 2048,
+        }
+    ]
+    assert doc["observations"]["server_info"]["parallel"]["tensor_parallel_size"] == 1
+    assert doc["observations"]["server_info"]["parallel"]["distributed_executor_backend"] == "mp"
+    assert doc["front_door"]["join"] == {
+        "established": False,
+        "reason": "caller_assembled",
+        "detail": "bodies supplied by a caller were not read in one bracketed batch",
+    }
+
+
+def test_explain_text(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["explain", str(REAL)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("vLLM 0.32.0\n")
+    assert "engine 0: 4,194,304 tokens" in out
+    assert "front-door join        REFUSED      caller_assembled" in out
+
+
+def test_explain_refuses_tampered_capture_with_exit_2(tmp_path: Path) -> None:
+    with serve_capture(REAL) as door:
+        saved = save(probe_sync(door.url), tmp_path / "capture")
+    (saved / "metrics.body").write_bytes(b"process_start_time_seconds 1\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "vllm_evidence", "explain", str(saved), "--json"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 2
+    assert result.stdout == ""
+    assert result.stderr.count("\n") == 1
+    assert "SHA-256" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_explain_missing_directory_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["explain", str(tmp_path / "nope")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "not a directory" in err

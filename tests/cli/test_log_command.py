@@ -1,0 +1,86 @@
+"""``vllm-evidence log`` as a subprocess: exit codes, JSON contract, one-line errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests._paths import CAPTURES
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "vllm_evidence", "log", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_json_contract_on_the_real_capture() -> None:
+    result = _run(str(CAPTURES / "vllm-0.32.0-cpu-tp1-devmode" / "startup.log"), "--json")
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["schema"] == "vllm-evidence.startup-log/1"
+    (launch,) = doc["launches"]
+    assert (launch["index"], launch["first_line"], launch["last_line"]) == (0, 1, 192)
+    assert launch["version"] == "0.32.0"
+    assert launch["served_model_names"] == ["tiny-llama:q4-alias"]
+    assert launch["parallel"]["tensor_parallel_size"] == 1
+    assert launch["executor_backend"] == "mp"
+    assert {"path": "/server_info", "methods": ["GET"], "line": 86} in launch["routes"]
+    assert launch["capacity"] == [
+        {
+            "line": 54,
+            "concurrency_line": None,
+            "format": "v1_one_line",
+            "process": "EngineCore",
+            "process_tag": {
+                "name": "EngineCore",
+                "pid": 23974,
+                "ip": None,
+                "tag": "EngineCore pid=23974",
+            },
+            "device": "CPU",
+            "tokens": 4194304,
+            "max_model_len": 2048,
+            "max_concurrency": "2048.00",
+        }
+    ]
+    assert launch["blocks"] == []
+    assert launch["available_kv_cache_memory_gib"] == []
+    assert launch["ranks"][0]["pid"] == 23986
+
+
+def test_negative_memory_is_exact_text_in_json() -> None:
+    path = (
+        CAPTURES / "public" / "startup-log" / "dennislee22-v0.10-negative-available-kv-memory.txt"
+    )
+    doc = json.loads(_run(str(path), "--json").stdout)
+    assert doc["launches"][0]["available_kv_cache_memory_gib"] == ["-0.53"]
+    assert doc["launches"][0]["version"] is None
+
+
+def test_summary_is_readable() -> None:
+    result = _run(str(CAPTURES / "vllm-0.32.0-cpu-tp1-devmode" / "startup.log"))
+    assert result.returncode == 0
+    assert "launch 0 (lines 1-192)" in result.stdout
+    assert "development mode on" in result.stdout
+
+
+def test_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.log"
+    empty.write_bytes(b"")
+    binary = tmp_path / "blob.bin"
+    binary.write_bytes(bytes(range(256)))
+    for target in (tmp_path / "missing.log", tmp_path, empty, binary):
+        result = _run(str(target))
+        assert result.returncode == 2
+        assert result.stdout == ""
+        assert result.stderr.count("\n") == 1
+        assert "Traceback" not in result.stderr
+    bad_width = _run(str(empty), "--wrap-width", "wide")
+    assert bad_width.returncode == 2
+    assert bad_width.stderr.count("\n") == 1

@@ -1,0 +1,46 @@
+"""`assess` and `claim_established`: every decision for one server."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from tests._evidence import banner, engine_init, log, one_line_capacity, probe_stub, real_log
+from vllm_evidence.assessment import assess, claim_established
+from vllm_evidence.errors import InputError
+from vllm_evidence.output.assessment import assessment_document
+
+
+def _document(**kw: Any) -> dict[str, Any]:
+    doc = assessment_document(assess(**kw))
+    # the document is plain JSON: it survives a round trip unchanged
+    assert json.loads(json.dumps(doc)) == doc
+    return doc
+
+
+def test_a_stub_probe_without_its_log_is_partly_established() -> None:
+    assessment = assess(probe_stub())
+    assert claim_established(assessment, "front_door_join")
+    assert claim_established(assessment, "capacity")
+    assert claim_established(assessment, "health_coverage")
+    assert not claim_established(assessment, "parallel")
+    assert not claim_established(assessment, "served_identity")
+    with_log = assess(probe_stub(), real_log())
+    assert claim_established(with_log, "parallel")
+    with pytest.raises(ValueError, match="claim must be one of"):
+        claim_established(assessment, "weights")
+
+
+def test_the_last_launch_is_assessed_unless_one_is_named() -> None:
+    tp1 = banner("0.32.0") + engine_init(tp=1)
+    two = log(tp1 + tp1 + one_line_capacity("1,000"))
+    assert len(two.launches) == 2
+    assert claim_established(assess(None, two), "capacity")
+    assert not claim_established(assess(None, two, launch=0), "capacity")
+    assert (
+        _document(startup_log=two, launch=0)["observations"]["startup_log"]["assessed_launch"] == 0
+    )
+    with pytest.raises(InputError, match=r"launch must be 0\.\.1, got 2"):
+        assess(None, two, launch=2)

@@ -1,0 +1,277 @@
+"""The law table: each law answers inside its span and nowhere else."""
+
+from __future__ import annotations
+
+import itertools
+import re
+
+import pytest
+from packaging.version import Version
+
+from vllm_evidence.adapters.startup_log import ExecutorMarker
+from vllm_evidence.upstream import (
+    EXECUTOR_FILES,
+    EXECUTOR_LAW_TABLE,
+    LAW_TABLE,
+    READ_RELEASES,
+    CacheConfigLabelsLaw,
+    CapacityAuthority,
+    CapacityLaw,
+    CapacitySource,
+    ExecutorBackend,
+    ExecutorMarkerLaw,
+    HealthCoverage,
+    HealthFailureLaw,
+    HealthLaw,
+    Law,
+    LawNotEstablished,
+    ReleaseLaws,
+    Route,
+    RouteGate,
+    RouteLaw,
+    VersionNotEstablished,
+    executor_marker_law,
+    executor_marker_laws,
+    laws_for,
+)
+from vllm_evidence.upstream.laws import CACHE_CONFIG_LABELS_KEY as _CACHE_KEY
+
+READ = [r.version for r in READ_RELEASES]
+
+
+def _laws(text: str) -> ReleaseLaws:
+    laws = laws_for(Version(text))
+    assert isinstance(laws, ReleaseLaws), text
+    return laws
+
+
+def _every_law() -> list[Law]:
+    return [law for _, laws in LAW_TABLE for law in laws]
+
+
+@pytest.mark.parametrize("law", _every_law(), ids=lambda law: f"{law.question.key}@{law.span}")
+def test_each_law_holds_inside_its_span_and_not_outside(law: Law) -> None:
+    """Both directions, for every law: a read release inside gets it; one outside does not."""
+    inside = [v for v in READ if law.span.first <= v <= law.span.last]
+    outside = [v for v in READ if not law.span.first <= v <= law.span.last]
+    assert inside, "a span must contain read releases"
+    for v in inside:
+        assert law is _laws(str(v)).answer(law.question.key)
+    for v in outside:
+        assert law is not _laws(str(v)).answer(law.question.key)
+
+
+def test_spans_within_a_question_never_overlap() -> None:
+    for question, laws in LAW_TABLE:
+        ordered = sorted(laws, key=lambda law: law.span.first)
+        for a, b in itertools.pairwise(ordered):
+            assert a.span.last < b.span.first, question.key
+
+
+def test_every_law_cites_a_source() -> None:
+    for law in _every_law():
+        assert law.sources
+        assert all(s.startswith(("v0.", "first-hand v0.")) for s in law.sources), law.sources
+
+
+# --- hand-written expectations (from reference/vllm-upstream.md, not from the table) ---
+
+
+def _gate(version: str, route: Route) -> RouteGate:
+    law = _laws(version).route(route)
+    assert isinstance(law, RouteLaw), law.statement
+    return law.gate
+
+
+def _authority(version: str, source: CapacitySource) -> CapacityAuthority:
+    law = _laws(version).capacity(source)
+    assert isinstance(law, CapacityLaw), law.statement
+    return law.authority
+
+
+def _coverage(version: str, backend: ExecutorBackend) -> HealthCoverage:
+    law = _laws(version).health(backend)
+    assert isinstance(law, HealthLaw), law.statement
+    return law.coverage
+
+
+def _failure_status(version: str) -> int:
+    law = _laws(version).health_failure()
+    assert isinstance(law, HealthFailureLaw), law.statement
+    return law.failure_status
+
+
+def test_development_routes_by_release() -> None:
+    assert _gate("0.32.0", Route.SERVER_INFO) == RouteGate.DEVELOPMENT_MODE
+    assert _gate("0.6.6.post1", Route.SERVER_INFO) == RouteGate.NOT_REGISTERED
+    assert isinstance(_laws("0.7.3").route(Route.SERVER_INFO), LawNotEstablished)
+    assert _gate("0.13.0", Route.GET_WORLD_SIZE) == RouteGate.NOT_REGISTERED
+    assert isinstance(_laws("0.15.0").route(Route.GET_WORLD_SIZE), LawNotEstablished)
+    assert _gate("0.10.1.1", Route.SERVER_INFO_JSON) == RouteGate.DEVELOPMENT_MODE_QUERY_IGNORED
+
+
+def test_api_key_guards_models_only() -> None:
+    laws = _laws("0.32.0")
+    guarded = {r for r in Route if getattr(laws.route(r), "api_key_guarded", False)}
+    assert guarded == {Route.MODELS}
+
+
+def test_capacity_authority_by_release() -> None:
+    label = CapacitySource.LABEL_KV_CACHE_SIZE_TOKENS
+    line = CapacitySource.LOG_CAPACITY_LINE
+    product = CapacitySource.LABEL_BLOCKS_TIMES_BLOCK_SIZE
+    assert _authority("0.32.0", label) == CapacityAuthority.AUTHORITATIVE
+    assert _authority("0.20.0", label) == CapacityAuthority.ABSENT
+    assert isinstance(_laws("0.25.0").capacity(label), LawNotEstablished)
+    assert isinstance(_laws("0.27.0.dev3").capacity(label), LawNotEstablished)
+    assert _authority("0.27.0", line) == CapacityAuthority.AUTHORITATIVE
+    assert _authority("0.15.1", line) == CapacityAuthority.NOT_GROUP_AWARE
+    assert _authority("0.10.1.1", line) == CapacityAuthority.PER_WORKER_BEFORE_REDUCTION
+    assert _authority("0.32.0", product) == CapacityAuthority.INSUFFICIENT
+    assert _authority("0.9.2", product) == CapacityAuthority.INSUFFICIENT
+    assert _authority("0.6.6.post1", product) == CapacityAuthority.AUTHORITATIVE
+
+
+def test_health_coverage_by_backend() -> None:
+    assert _coverage("0.32.0", ExecutorBackend.MP) == HealthCoverage.WORKER_DEATH_REACHES
+    assert _coverage("0.11.0", ExecutorBackend.RAY) == HealthCoverage.WORKERS_NOT_WATCHED
+    assert _coverage("0.33.0", ExecutorBackend.RAY) == HealthCoverage.WORKER_DEATH_REACHES
+    assert _coverage("0.8.5", ExecutorBackend.RAY) == HealthCoverage.API_SERVER_ONLY
+    # 0.9.2 and 0.10.1.1 were read (check_health raises once the engine is dead; Ray:
+    # no-op); 0.9.0 and 0.9.1 lie between 0.8.5 (check_health logs only) and 0.9.2:
+    assert _coverage("0.10.1.1", ExecutorBackend.RAY) == HealthCoverage.WORKERS_NOT_WATCHED
+    assert _coverage("0.10.1.1", ExecutorBackend.MP) == HealthCoverage.WORKER_DEATH_REACHES
+    assert _coverage("0.9.2", ExecutorBackend.MP) == HealthCoverage.WORKER_DEATH_REACHES
+    assert _coverage("0.9.2", ExecutorBackend.UNI) == HealthCoverage.ENGINE_PROCESS
+    assert _coverage("0.9.2", ExecutorBackend.RAY) == HealthCoverage.WORKERS_NOT_WATCHED
+    assert isinstance(_laws("0.9.1").health(ExecutorBackend.RAY), LawNotEstablished)
+    assert isinstance(_laws("0.9.1").health(ExecutorBackend.MP), LawNotEstablished)
+    assert isinstance(_laws("0.32.0").health(ExecutorBackend.RAY), LawNotEstablished)
+    assert isinstance(_laws("0.32.0").health(ExecutorBackend.EXTERNAL_LAUNCHER), LawNotEstablished)
+    assert _failure_status("0.32.0") == 503
+    assert _failure_status("0.10.1.1") == 500
+    assert _failure_status("0.9.2") == 500
+
+
+@pytest.mark.parametrize("text", ["99.0", "0.33.1", "0.34.0.dev0", "0.6.5", "0.6.6"])
+def test_versions_outside_every_read_release_get_nothing(text: str) -> None:
+    result = laws_for(Version(text))
+    assert isinstance(result, VersionNotEstablished)
+    assert result.statement.startswith(f"vLLM {text} is outside")
+
+
+# --- vllm:cache_config_info labels ---------------------------------------------------
+
+
+def _cache_labels(version: str) -> frozenset[str]:
+    law = _laws(version).cache_config_labels()
+    assert isinstance(law, CacheConfigLabelsLaw), law.statement
+    return law.labels
+
+
+def _capture_labels() -> frozenset[str]:
+    from tests._paths import real_body
+
+    line = next(
+        line
+        for line in real_body("metrics").decode().splitlines()
+        if line.startswith("vllm:cache_config_info{")
+    )
+    return frozenset(re.findall(r'([A-Za-z_][A-Za-z0-9_]*)="', line))
+
+
+def test_the_0_32_0_label_set_is_the_real_captures() -> None:
+    assert _cache_labels("0.32.0") == _capture_labels()
+    assert len(_cache_labels("0.32.0")) == 37
+
+
+def test_cache_config_labels_by_release() -> None:
+    # hand-written from reference §3a, not from the table
+    assert "engine" not in _cache_labels("0.6.6.post1")
+    assert "swap_space_bytes" in _cache_labels("0.6.6.post1")
+    assert "engine" not in _cache_labels("0.8.5")
+    assert "engine" in _cache_labels("0.9.2")
+    assert _cache_labels("0.10.2") == _cache_labels("0.11.0")
+    assert "swap_space_bytes" not in _cache_labels("0.13.0")
+    assert "cpu_offload_gb" not in _cache_labels("0.20.0")
+    assert "kv_cache_size_tokens" not in _cache_labels("0.20.0")
+    assert {"kv_cache_size_tokens", "kv_cache_max_concurrency"} <= _cache_labels("0.27.0")
+    assert "hash_block_size" not in _cache_labels("0.27.0")
+    assert _cache_labels("0.33.0") - _cache_labels("0.32.0") == {"simple_cpu_offload_num_blocks"}
+    assert _cache_labels("0.32.0") - _cache_labels("0.33.0") == set()
+
+
+def test_cache_config_labels_are_not_borrowed_between_read_releases() -> None:
+    for between in ("0.7.0", "0.10.0", "0.12.0", "0.25.0", "0.30.0"):
+        assert isinstance(_laws(between).cache_config_labels(), LawNotEstablished), between
+
+
+def test_adjacent_label_laws_differ() -> None:
+    """One span per identical set: two neighbouring laws never carry the same labels."""
+    (_, laws) = next((q, laws) for q, laws in LAW_TABLE if q.key == _CACHE_KEY)
+    labels = [law.labels for law in laws if isinstance(law, CacheConfigLabelsLaw)]
+    assert len(labels) == len(laws) == 9
+    assert all(a != b for a, b in itertools.pairwise(labels))
+
+
+# --- small contracts of the table's building blocks -------------------------------------
+
+
+def test_answer_of_an_unknown_question_is_a_key_error() -> None:
+    laws = laws_for(Version("0.32.0"))
+    assert isinstance(laws, ReleaseLaws)
+    assert laws.answer("route./version").question.key == "route./version"
+    with pytest.raises(KeyError, match=r"no\.such\.question"):
+        laws.answer("no.such.question")
+
+
+# --- executor markers: which backends a marker is consistent with, by release ------
+
+
+MP, RAY = ExecutorBackend.MP, ExecutorBackend.RAY
+
+
+CITATION = re.compile(r"(first-hand )?v0\.\d+\.\d+(\.post1|\.\d+)?: \S")
+
+
+def test_every_executor_file_is_named_by_a_law() -> None:
+    assert set(EXECUTOR_FILES) == {
+        "ray_distributed_executor.py",
+        "ray_executor.py",
+        "ray_executor_v2.py",
+        "ray_gpu_executor.py",
+        "mp_distributed_executor.py",
+        "multiproc_gpu_executor.py",
+        "multiproc_executor.py",
+        "uniproc_executor.py",
+        "gpu_executor.py",
+    }
+    assert EXECUTOR_FILES["multiproc_executor.py"] is ExecutorMarker.MULTIPROC_EXECUTOR_FILE
+
+
+def test_every_executor_law_cites_a_release_and_spans_do_not_overlap() -> None:
+    for _, laws in EXECUTOR_LAW_TABLE:
+        assert laws
+        for law in laws:
+            assert law.sources
+            for source in law.sources:
+                assert CITATION.match(source), source
+        for a, b in itertools.pairwise(laws):
+            assert a.span.last < b.span.first
+
+
+def test_a_shared_marker_is_mp_only_before_ray_v2_and_mp_or_ray_from_it() -> None:
+    for marker in (ExecutorMarker.MULTIPROC_EXECUTOR_FILE, ExecutorMarker.VLLM_WORKER_TAG):
+        before = executor_marker_law(marker, Version("0.10.1.1"))
+        after = executor_marker_law(marker, Version("0.32.0"))
+        assert isinstance(before, ExecutorMarkerLaw)
+        assert before.backends == {MP}
+        assert isinstance(after, ExecutorMarkerLaw)
+        assert after.backends == {MP, RAY}
+        between = executor_marker_law(marker, Version("0.15.0"))
+        assert isinstance(between, LawNotEstablished)
+
+
+def test_a_marker_that_names_its_backend_has_no_law() -> None:
+    assert executor_marker_law(ExecutorMarker.CONFIG_FIELD, Version("0.32.0")) is None
+    assert executor_marker_laws(ExecutorMarker.ARG) == ()
