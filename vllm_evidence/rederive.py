@@ -11,7 +11,8 @@ to be trusted:
   built from;
 * the startup log: its path, SHA-256, size and wrap width — by reference (the file is
   read again by :func:`loads`, only its first ``size_bytes``, so a log appended to since
-  still loads) or, with ``embed_log=True``, with its bytes in base64;
+  still loads; a relative path is read from the loading process's working directory)
+  or, with ``embed_log=True``, with its bytes in base64;
 * which launch of the log was assessed;
 * each decision's ``verdict`` and ``reason``, as a check only.
 
@@ -270,6 +271,19 @@ def _field(obj: dict[str, Any], key: str, kind: type[T], where: str) -> T:
     return value
 
 
+def _count(obj: dict[str, Any], key: str, where: str, *, low: int = 0) -> int:
+    value = _field(obj, key, int, where)
+    if value < low:
+        _malformed(where, f"{key!r} must be at least {low}, got {value}")
+    return value
+
+
+def _optional_count(obj: dict[str, Any], key: str, where: str, *, low: int = 0) -> int | None:
+    if key in obj and obj[key] is None:
+        return None
+    return _count(obj, key, where, low=low)
+
+
 def _optional(obj: dict[str, Any], key: str, kind: type[T], where: str) -> T | None:
     if key in obj and obj[key] is None:
         return None
@@ -357,13 +371,13 @@ def _exchange(raw: object, where: str) -> Exchange:
         _route(_field(entry, "route", str, where), where),
         _enum(ExchangeRole, _field(entry, "role", str, where), where),
         _enum(Transport, _field(entry, "transport", str, where), where),
-        _optional(entry, "status", int, where),
+        _optional_count(entry, "status", where, low=100),
         _headers(_field(entry, "headers", list, where), where),
         None if body_text is None else _bytes(body_text, where),
         _optional(entry, "body_sha256", str, where),
-        _field(entry, "size_limit", int, where),
-        _field(entry, "started_monotonic_ns", int, where),
-        _field(entry, "ended_monotonic_ns", int, where),
+        _count(entry, "size_limit", where),
+        _count(entry, "started_monotonic_ns", where),
+        _count(entry, "ended_monotonic_ns", where),
         _timestamp(_field(entry, "started_at", str, where), where),
         _timestamp(_field(entry, "ended_at", str, where), where),
         _field(entry, "detail", str, where),
@@ -420,7 +434,7 @@ def _historical(door: dict[str, Any]) -> HistoricalBundle:
         route = _route(_field(entry, "route", str, here), here)
         if route in statuses:
             _malformed(here, f"a second status for {route.target}")
-        statuses[route] = _field(entry, "status", int, here)
+        statuses[route] = _count(entry, "status", here, low=100)
     return _rederive_historical(tuple(bodies.items()), tuple(statuses.items()))
 
 
@@ -444,8 +458,8 @@ def _startup_log(raw: object) -> StartupLog | None:
     _keys(entry, frozenset({"source", "sha256", "size_bytes", "wrap_width", "embedded"}), where)
     source = _optional(entry, "source", str, where)
     sha256 = _field(entry, "sha256", str, where)
-    size_bytes = _field(entry, "size_bytes", int, where)
-    wrap_width = _optional(entry, "wrap_width", int, where)
+    size_bytes = _count(entry, "size_bytes", where)
+    wrap_width = _optional_count(entry, "wrap_width", where, low=1)
     embedded = _optional(entry, "embedded", str, where)
     if embedded is not None:
         data = _bytes(embedded, where)
@@ -488,7 +502,7 @@ def loads(text: str | bytes, *, max_chars: int = MAX_DOCUMENT_CHARS) -> Assessme
         "document",
     )
     recorded = _recorded_verdicts(document["verdicts"])
-    launch = _optional(document, "launch", int, "document")
+    launch = _optional_count(document, "launch", "document")
     front_door = _front_door(document["front_door"])
     log = _startup_log(document["startup_log"])
     if launch is not None and (log is None or not 0 <= launch < len(log.launches)):
