@@ -13,9 +13,17 @@ What the seal closes, and how:
 * ``attrs.evolve`` and ``copy.replace``: both call ``Cls(**changes)``, which raises.
 * ``copy.copy`` / ``copy.deepcopy``: sealed values are immutable, so a copy *is*
   the original (``__copy__`` returns ``self``); no new instance is made.
-* ``pickle``: ``__reduce_ex__`` raises; a sealed value crosses a process boundary
-  only as its raw evidence (a capture directory saved by :func:`vllm_evidence.save`,
-  a startup-log file), which the receiving process reads again.
+* ``pickle``: by re-derivation only.  A class that can be rebuilt from raw evidence
+  overrides :meth:`Sealed.__rederive__` to return ``(function, raw evidence)``, where
+  ``function`` is a module-level function of this package that re-runs the parsers and
+  decisions (``readback_from_batch`` over the raw exchanges, the log reader over the
+  log's bytes, ``assess`` over both); that pair is the pickle's reduction, so
+  unpickling re-runs the parsers, and a pickle carrying other bytes gets whatever the
+  parsers derive from those bytes.  A class with no such path (a decision arm, a law,
+  an observation) refuses to pickle and says to send its raw evidence instead.  The
+  generic state-restoring path (``__setstate__``, which attrs would generate) is
+  closed too.  Pickle data can still name any importable callable: unpickling
+  untrusted data is unsafe whatever the seal does.
 * a bare ``cattrs.Converter().structure``: it calls the class, which raises.
 * subclassing: ``@final`` for the type checker, and :meth:`Sealed.__init_subclass__`
   refuses any class that is not a direct subclass defined inside this package.
@@ -26,10 +34,11 @@ guard against accidents and wrong provenance, not against an adversary.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
-from typing import Any, ClassVar, Concatenate, Never, ParamSpec, Self, TypeVar
+from typing import Any, ClassVar, Concatenate, Never, ParamSpec, Self, SupportsIndex, TypeVar
 
-__all__ = ["Sealed", "SealedTypeError", "minter"]
+__all__ = ["Reduction", "Sealed", "SealedTypeError", "minter"]
 
 _PACKAGE = __name__.rpartition(".")[0]
 
@@ -39,6 +48,20 @@ T = TypeVar("T", bound="Sealed")
 
 class SealedTypeError(TypeError):
     """A sealed type was constructed, copied into a new value, pickled or subclassed."""
+
+
+Reduction = tuple[Callable[..., T], tuple[object, ...]]
+"""How a sealed value re-derives: a module-level function of this package and its raw
+evidence, the pair :meth:`Sealed.__reduce__` hands to pickle."""
+
+
+def _is_rederiver(function: object) -> bool:
+    """A module-level function of this package (what pickle can name and re-run)."""
+    module = getattr(function, "__module__", None)
+    name = getattr(function, "__qualname__", "")
+    if not isinstance(module, str) or not (module == _PACKAGE or module.startswith(_PACKAGE + ".")):
+        return False
+    return "." not in name and getattr(sys.modules.get(module), name, None) is function
 
 
 class Sealed:
@@ -68,6 +91,10 @@ class Sealed:
                 f"from outside the package (module {module!r})"
             )
             raise SealedTypeError(msg)
+        # attrs generates a __setstate__ for slotted classes; it would let pickle data set
+        # any field on a bare instance.  Remove it: Sealed.__setstate__ refuses.
+        if "__setstate__" in vars(cls):
+            type.__delattr__(cls, "__setstate__")
 
     def __copy__(self) -> Self:
         return self
@@ -82,16 +109,41 @@ class Sealed:
         )
         raise SealedTypeError(msg)
 
-    def __reduce_ex__(self, protocol: object) -> Never:
-        msg = (
-            f"{type(self).__qualname__} is sealed and cannot be pickled; "
-            "send its raw evidence instead (vllm_evidence.save() a capture, or the log "
-            "file) and read it again on the other side"
-        )
-        raise SealedTypeError(msg)
+    def __rederive__(self) -> Reduction[Self] | None:
+        """How this value is rebuilt from its raw evidence, or ``None`` (the default):
+        it has no such path and is not pickled.
 
-    def __reduce__(self) -> Never:
-        msg = f"{type(self).__qualname__} is sealed and cannot be pickled"
+        An override returns ``(function, args)``: ``function`` is a module-level function
+        of this package that re-runs the parsers (and decisions) over ``args``, the raw
+        evidence; ``function(*args)`` is what unpickling returns.
+        """
+        return None
+
+    def __reduce__(self) -> Reduction[Self]:
+        reduction = self.__rederive__()
+        if reduction is None:
+            msg = (
+                f"{type(self).__qualname__} is sealed and cannot be pickled: nothing "
+                "re-derives it on its own; send its raw evidence instead (a pickled "
+                "Assessment, CapturedReadback, HistoricalBundle, CaptureBatch or "
+                "StartupLog, a capture saved by vllm_evidence.save(), or the log file) "
+                "and derive it again on the other side"
+            )
+            raise SealedTypeError(msg)
+        function, args = reduction
+        if not _is_rederiver(function):  # pragma: no cover - a programming error here
+            msg = f"{type(self).__qualname__}.__rederive__ must name a module-level function"
+            raise SealedTypeError(msg)
+        return function, args
+
+    def __reduce_ex__(self, protocol: SupportsIndex) -> Reduction[Self]:
+        return self.__reduce__()
+
+    def __setstate__(self, state: object) -> Never:
+        msg = (
+            f"{type(self).__qualname__} is sealed: its fields cannot be restored from "
+            "pickled state, only re-derived from raw evidence"
+        )
         raise SealedTypeError(msg)
 
 

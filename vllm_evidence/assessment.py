@@ -15,7 +15,7 @@ import attrs
 from packaging.version import Version
 
 from vllm_evidence._claims import CLAIMS
-from vllm_evidence._seal import Sealed, minter
+from vllm_evidence._seal import Reduction, Sealed, minter
 from vllm_evidence.adapters.startup_log import Launch, StartupLog
 from vllm_evidence.decisions import (
     CapacityDecision,
@@ -34,7 +34,7 @@ from vllm_evidence.decisions import (
     decide_parallel,
     decide_served_identity,
 )
-from vllm_evidence.errors import InputError
+from vllm_evidence.errors import EvidenceMismatchError, InputError
 from vllm_evidence.readback.evidence import Evidence, FrontDoor, gather
 
 __all__ = [
@@ -64,6 +64,59 @@ class Assessment(Sealed):
     def version(self) -> Version | None:
         """The self-reported version: ``/version``, else the launch's banner."""
         return self.evidence.front_door_version() or self.evidence.launch_version()
+
+    def __rederive__(self) -> Reduction[Assessment]:
+        """Pickled as its raw evidence and its verdicts as a check: the front door (its
+        raw exchanges or bodies), the startup log (its bytes, see
+        :meth:`StartupLog.__rederive__`) and which launch was assessed.  Unpickling runs
+        :func:`assess` again and refuses (:class:`EvidenceMismatchError`) when the
+        decisions do not come out as they did."""
+        launch = self.evidence.launch
+        return _rederive_assessment, (
+            self.evidence.front_door,
+            self.startup_log,
+            None if launch is None else launch.index,
+            _arms(self),
+        )
+
+
+def _arms(assessment: Assessment) -> tuple[tuple[str, str, str], ...]:
+    """``(claim, arm, reason)`` of every decision, in :data:`CLAIMS` order."""
+    decisions = (
+        assessment.parallel,
+        assessment.capacity,
+        assessment.served_identity,
+        assessment.health_coverage,
+        assessment.front_door_join,
+    )
+    return tuple(
+        (claim, type(d).__name__, d.reason.value)
+        for claim, d in zip(CLAIMS, decisions, strict=True)
+    )
+
+
+def _rederive_assessment(
+    front_door: FrontDoor | None,
+    startup_log: StartupLog | None,
+    launch: int | None,
+    arms: tuple[tuple[str, str, str], ...],
+) -> Assessment:
+    """Every decision run again over re-derived evidence, checked against the arms the
+    sender's decisions came out as (package-internal: unpickling)."""
+    assessment = assess(front_door, startup_log, launch=launch)
+    derived = _arms(assessment)
+    if derived != tuple(tuple(arm) for arm in arms):
+        differ = ", ".join(
+            f"{new[0]}: {new[1]}/{new[2]} (recorded {old[1:]!r})"
+            for new, old in zip(derived, arms, strict=False)
+            if new != tuple(old)
+        )
+        msg = (
+            "the evidence does not reproduce the recorded decisions "
+            f"({differ or 'a different set of claims'}); nothing is derived from it"
+        )
+        raise EvidenceMismatchError(msg)
+    return assessment
 
 
 _mint_assessment = minter(Assessment, Assessment.__attrs_init__)

@@ -8,12 +8,14 @@ programmer errors::
     ├── InputError            unreadable input: a missing file, a directory where a file
     │                          was expected, a malformed URL, a binary blob
     │   └── CaptureIntegrityError   a saved capture whose bytes no longer match its manifest
+    │       └── EvidenceMismatchError (also a ValueError)   a serialized assessment whose
+    │                                    evidence does not reproduce its digests or verdicts
     └── SealedTypeError (also a TypeError)   see vllm_evidence._seal
 """
 
 from __future__ import annotations
 
-__all__ = ["CaptureIntegrityError", "EvidenceError", "InputError"]
+__all__ = ["CaptureIntegrityError", "EvidenceError", "EvidenceMismatchError", "InputError"]
 
 
 class EvidenceError(Exception):
@@ -26,3 +28,13 @@ class InputError(EvidenceError):
 
 class CaptureIntegrityError(InputError):
     """A saved capture directory whose files do not match its manifest's digests."""
+
+
+class EvidenceMismatchError(CaptureIntegrityError, ValueError):
+    """Re-derived evidence that does not match what a document or pickle recorded.
+
+    Raised by :func:`vllm_evidence.rederive.loads` (and by unpickling a sealed value) when
+    an embedded body or log no longer has its recorded SHA-256, a log file on disk has
+    changed, or the decisions re-run over the bytes do not reproduce the stored verdicts.
+    Nothing is returned: a stored decision is never trusted.
+    """

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import copy
+import copyreg
 import importlib
+import io
 import pickle
 import pkgutil
 import sys
-from typing import Any
+from pathlib import Path
+from typing import Any, cast
 
 import attrs
 import cattrs
@@ -18,7 +21,11 @@ from hypothesis.errors import InvalidArgument, ResolutionFailed
 
 import vllm_evidence
 from vllm_evidence._seal import Sealed, SealedTypeError
+from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
+from vllm_evidence.assessment import Assessment, assess
+from vllm_evidence.errors import EvidenceMismatchError
 from vllm_evidence.measure import MeasureParseFailure, TokenCount
+from vllm_evidence.readback import HistoricalBundle, historical_bundle, load
 from vllm_evidence.upstream import ReleaseLaws, Route, RouteLaw, laws_for
 from vllm_evidence.upstream.releases import parse_release
 
@@ -111,11 +118,134 @@ def test_copy_returns_the_same_immutable_value() -> None:
     assert copy.deepcopy(law) is law
 
 
-def test_pickle_is_refused() -> None:
-    with pytest.raises(SealedTypeError, match="cannot be pickled"):
-        pickle.dumps(_a_failure())
+DEMO = Path(vllm_evidence.__file__).parent / "demo_data" / "vllm-0.32.0-cpu-tp2-devmode"
+
+#: The sealed types that pickle by re-derivation; every other one refuses.
+REDERIVABLE = {
+    "Assessment",
+    "CaptureBatch",
+    "CapturedReadback",
+    "Exchange",
+    "HistoricalBundle",
+    "StartupLog",
+}
+
+
+def _an_assessment() -> Assessment:
+    log = read_startup_log(DEMO / "startup.log")
+    assert isinstance(log, StartupLog)
+    return assess(load(DEMO), log)
+
+
+def _unpickle(data: bytes) -> Any:
+    return pickle.loads(data)  # noqa: S301  # bytes this test pickled itself: the point of it
+
+
+class _Crafted:
+    """Pickles as whatever reduction it is given: a hand-crafted pickle."""
+
+    def __init__(self, *reduction: object) -> None:
+        self.reduction = reduction
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return self.reduction
+
+
+def test_exactly_the_types_with_raw_evidence_declare_a_re_derivation() -> None:
+    declared = {c.__qualname__ for c in SEALED if c.__rederive__ is not Sealed.__rederive__}
+    assert declared == REDERIVABLE
+
+
+def test_pickle_is_refused_where_nothing_re_derives() -> None:
+    assessment = _an_assessment()
+    refused = [
+        _a_failure(),
+        _a_route_law(),
+        assessment.parallel,
+        assessment.evidence,
+        assessment.evidence.launch,
+        assessment.front_door_join,
+    ]
+    for value in refused:
+        assert type(value).__qualname__ not in REDERIVABLE
+        with pytest.raises(SealedTypeError, match="cannot be pickled") as excinfo:
+            pickle.dumps(value)
+        assert "send its raw evidence instead" in str(excinfo.value)
+        assert "vllm_evidence.serialize" not in str(excinfo.value)
     with pytest.raises(SealedTypeError):
         pickle.dumps(_a_route_law(), protocol=0)
+
+
+def test_pickle_re_derives_the_types_with_raw_evidence() -> None:
+    assessment = _an_assessment()
+    bundle = assessment.evidence.front_door
+    assert isinstance(bundle, HistoricalBundle)
+    for value in (assessment, bundle, assessment.startup_log):
+        for protocol in range(pickle.HIGHEST_PROTOCOL + 1):
+            back = _unpickle(pickle.dumps(value, protocol=protocol))
+            assert back == value
+            assert back is not value
+
+
+def test_the_reduction_names_a_package_function_and_raw_evidence_only() -> None:
+    assessment = _an_assessment()
+    function, args = assessment.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
+    assert function.__module__ == "vllm_evidence.assessment"
+    front_door, log, launch, arms = cast("tuple[Any, ...]", args)
+    assert front_door is assessment.evidence.front_door
+    assert log is assessment.startup_log
+    assert launch == 0
+    assert [arm[0] for arm in arms] == [
+        "parallel",
+        "capacity",
+        "served_identity",
+        "health_coverage",
+        "front_door_join",
+    ]
+    bundle = assessment.evidence.front_door
+    assert isinstance(bundle, HistoricalBundle)
+    rebuild, (bodies, _statuses) = cast("tuple[Any, tuple[Any, ...]]", bundle.__reduce__())
+    assert rebuild.__module__ == "vllm_evidence.readback.front_door"
+    assert all(isinstance(body, bytes) for _, body in bodies)
+
+
+def test_a_crafted_pickle_gets_what_the_parsers_derive_from_its_bytes() -> None:
+    bundle = historical_bundle({Route.VERSION: b'{"version": "0.32.0"}'})
+    function, _ = bundle.__reduce__()
+    fabricated = ((Route.VERSION, b'{"version": "not a version"}'),)
+    crafted = _unpickle(pickle.dumps(_Crafted(function, (fabricated, ()))))
+    assert crafted == historical_bundle(dict(fabricated))
+    assert crafted.version != bundle.version
+
+
+def test_a_crafted_pickle_cannot_bring_a_verdict_the_bytes_do_not_give() -> None:
+    assessment = _an_assessment()
+    reduction = cast("tuple[Any, tuple[Any, ...]]", assessment.__reduce__())
+    function, (front_door, log, launch, arms) = reduction
+    forged = tuple((claim, "JoinedIncarnation", "joined") for claim, _, _ in arms)
+    with pytest.raises(EvidenceMismatchError, match="does not reproduce"):
+        _unpickle(pickle.dumps(_Crafted(function, (front_door, log, launch, forged))))
+
+
+def test_pickled_state_cannot_set_the_fields_of_a_bare_instance() -> None:
+    state = {"measure": "TokenCount", "text": "7", "reason": None}
+    crafted = _Crafted(copyreg._reconstructor, (MeasureParseFailure, object, None), state)  # type: ignore[attr-defined]  # private, the point of the test
+    with pytest.raises(SealedTypeError, match="cannot be restored from pickled state"):
+        _unpickle(pickle.dumps(crafted))
+    assert "__setstate__" not in vars(MeasureParseFailure)
+
+
+def test_a_log_read_from_a_stream_cannot_be_pickled() -> None:
+    log = read_startup_log(io.BytesIO((DEMO / "startup.log").read_bytes()))
+    assert isinstance(log, StartupLog)
+    with pytest.raises(SealedTypeError, match="read from a stream"):
+        pickle.dumps(log)
+
+
+def test_copy_of_a_re_derivable_value_is_still_the_value() -> None:
+    assessment = _an_assessment()
+    assert copy.copy(assessment) is assessment
+    assert copy.deepcopy(assessment) is assessment
 
 
 def test_bare_cattrs_cannot_structure_a_sealed_type() -> None:

@@ -17,7 +17,8 @@ from typing import final
 
 import attrs
 
-from vllm_evidence._seal import Sealed, minter
+from vllm_evidence._seal import Reduction, Sealed, minter
+from vllm_evidence.errors import EvidenceMismatchError, InputError
 from vllm_evidence.upstream.routes import Route
 
 __all__ = [
@@ -91,6 +92,24 @@ class Exchange(Sealed):
     detail: str
     """Why a non-answered exchange ended (an exception type and message), else ``""``."""
 
+    def __rederive__(self) -> Reduction[Exchange]:
+        """Pickled as its raw fields; unpickling re-mints it and re-checks the digest."""
+        return _rederive_exchange, (
+            self.route,
+            self.role,
+            self.transport,
+            self.status,
+            self.headers,
+            self.body,
+            self.body_sha256,
+            self.size_limit,
+            self.started_monotonic_ns,
+            self.ended_monotonic_ns,
+            self.started_at,
+            self.ended_at,
+            self.detail,
+        )
+
     def header(self, name: str) -> str | None:
         """A recorded header's value, or ``None``."""
         lowered = name.lower()
@@ -140,6 +159,51 @@ def _new_exchange(
     )
 
 
+def _rederive_exchange(  # one parameter per raw field
+    route: Route,
+    role: ExchangeRole,
+    transport: Transport,
+    status: int | None,
+    headers: tuple[tuple[str, str], ...],
+    body: bytes | None,
+    body_sha256: str | None,
+    size_limit: int,
+    started_monotonic_ns: int,
+    ended_monotonic_ns: int,
+    started_at: datetime,
+    ended_at: datetime,
+    detail: str,
+) -> Exchange:
+    """An exchange from its raw fields, its body digested again and compared with
+    ``body_sha256`` (package-internal: unpickling and document loading)."""
+    try:
+        exchange = _new_exchange(
+            route=route,
+            role=role,
+            transport=transport,
+            status=status,
+            headers=headers,
+            body=body,
+            size_limit=size_limit,
+            started_monotonic_ns=started_monotonic_ns,
+            ended_monotonic_ns=ended_monotonic_ns,
+            started_at=started_at,
+            ended_at=ended_at,
+            detail=detail,
+        )
+    except ValueError as exc:
+        msg = f"GET {route.target}: {exc}"
+        raise InputError(msg) from exc
+    if exchange.body_sha256 != body_sha256:
+        msg = (
+            f"GET {route.target}: the body's SHA-256 is {exchange.body_sha256} but "
+            f"{body_sha256} was recorded; the evidence was altered and nothing is "
+            "derived from it"
+        )
+        raise EvidenceMismatchError(msg)
+    return exchange
+
+
 @final
 @attrs.frozen(init=False)
 class CaptureBatch(Sealed):
@@ -156,6 +220,17 @@ class CaptureBatch(Sealed):
     """The other routes, in route order."""
     bracket_close: Exchange
     """The closing ``/metrics`` read."""
+
+    def __rederive__(self) -> Reduction[CaptureBatch]:
+        """Pickled as its exchanges (each pickled as its raw fields); unpickling checks
+        the batch's shape again."""
+        return _rederive_batch, (
+            self.batch_id,
+            self.target,
+            self.bracket_open,
+            self.exchanges,
+            self.bracket_close,
+        )
 
     def all_exchanges(self) -> tuple[Exchange, ...]:
         """Every exchange, opening bracket first."""
@@ -206,3 +281,30 @@ def _new_batch(
         exchanges=exchanges,
         bracket_close=bracket_close,
     )
+
+
+def _rederive_batch(
+    batch_id: str,
+    target: str,
+    bracket_open: Exchange,
+    exchanges: tuple[Exchange, ...],
+    bracket_close: Exchange,
+) -> CaptureBatch:
+    """A batch from its exchanges, its shape checked and its target cleaned again
+    (package-internal: unpickling and document loading)."""
+    from vllm_evidence.capture.http import clean_target
+
+    try:
+        return _new_batch(
+            batch_id=batch_id,
+            # Pickle data or a hand-edited document may carry credentials: never keep them.
+            target=clean_target(target),
+            bracket_open=bracket_open,
+            exchanges=exchanges,
+            bracket_close=bracket_close,
+        )
+    except InputError:
+        raise
+    except ValueError as exc:
+        msg = f"capture batch {batch_id!r}: {exc}"
+        raise InputError(msg) from exc

@@ -47,11 +47,12 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
-from typing import IO, Literal, TypeVar, final
+from typing import IO, Literal, Protocol, TypeVar, final
 
 import attrs
 
 from vllm_evidence._seal import Sealed, minter
+from vllm_evidence.errors import EvidenceMismatchError, InputError
 
 __all__ = [
     "BLOCK_BYTES",
@@ -64,8 +65,10 @@ __all__ = [
     "LogReadFailure",
     "LogReadFailureReason",
     "WrapWidth",
+    "check_log_bytes",
     "detect_wrap_width",
     "read_log",
+    "read_log_bytes",
 ]
 
 BLOCK_BYTES = 4 * 1024 * 1024
@@ -201,10 +204,27 @@ class LineRules:
 # Blocks.
 
 
+class _Readable(Protocol):
+    def read(self, size: int, /) -> bytes: ...
+
+
+class _Prefix:
+    """The first ``limit`` bytes of a stream, and nothing after them."""
+
+    def __init__(self, stream: _Readable, limit: int) -> None:
+        self._stream = stream
+        self._left = limit
+
+    def read(self, size: int, /) -> bytes:
+        data = self._stream.read(min(size, self._left)) if self._left > 0 else b""
+        self._left -= len(data)
+        return data
+
+
 class _Reader:
     """Blocks of whole lines from a binary stream, with digest and size."""
 
-    def __init__(self, stream: IO[bytes]) -> None:
+    def __init__(self, stream: _Readable) -> None:
         self._stream = stream
         self.digest = hashlib.sha256()
         self.size = 0
@@ -392,7 +412,7 @@ class LogLines:
 
 
 def _lines(
-    stream: IO[bytes], source: str | None, rules: LineRules, wrap_width: WrapWidth
+    stream: _Readable, source: str | None, rules: LineRules, wrap_width: WrapWidth
 ) -> LogLines | LogReadFailure:
     reader = _Reader(stream)
     blocks = reader.blocks()
@@ -431,12 +451,17 @@ def read_log(
     rules: LineRules,
     wrap_width: WrapWidth,
     consume: Callable[[LogLines], T],
+    *,
+    name: str | None = None,
+    limit: int | None = None,
 ) -> T | LogReadFailure:
     """Open ``source`` (a path or a binary stream) and hand its logical lines to ``consume``.
 
     ``consume`` runs while the file is open; what it returns is returned.  A source that
     cannot be read as a text log (missing, a directory, empty, binary, an I/O error while
-    reading) is a :class:`LogReadFailure` instead.
+    reading) is a :class:`LogReadFailure` instead.  ``name`` is what a stream is called
+    (a path is called by itself); ``limit`` reads only the first ``limit`` bytes (a log
+    re-read as it was when first read, whatever was appended since).
     """
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
@@ -464,12 +489,47 @@ def read_log(
             )
         try:
             with path.open("rb") as stream:
-                lines = _lines(stream, name, rules, wrap_width)
+                lines = _lines(_bounded(stream, limit), name, rules, wrap_width)
                 return lines if isinstance(lines, LogReadFailure) else consume(lines)
         except OSError as exc:
             return _unreadable(name, exc)
     try:
-        lines = _lines(source, None, rules, wrap_width)
+        lines = _lines(_bounded(source, limit), name, rules, wrap_width)
         return lines if isinstance(lines, LogReadFailure) else consume(lines)
     except OSError as exc:
-        return _unreadable(None, exc)
+        return _unreadable(name, exc)
+
+
+def _bounded(stream: _Readable, limit: int | None) -> _Readable:
+    return stream if limit is None else _Prefix(stream, limit)
+
+
+def read_log_bytes(path: str, *, size_bytes: int, sha256: str) -> bytes:
+    """The first ``size_bytes`` bytes of the log at ``path``, checked against ``sha256``.
+
+    A log is re-read as it was when first read: bytes appended since are not read.  A
+    file that cannot be read is an :class:`~vllm_evidence.errors.InputError`; one that
+    is shorter, or whose first ``size_bytes`` bytes have another digest, an
+    :class:`~vllm_evidence.errors.EvidenceMismatchError`.
+    """
+    try:
+        with Path(path).open("rb") as stream:
+            data = stream.read(size_bytes)
+    except OSError as exc:
+        msg = f"startup log {path}: cannot be read again ({exc.strerror or type(exc).__name__})"
+        raise InputError(msg) from exc
+    check_log_bytes(data, path, size_bytes=size_bytes, sha256=sha256)
+    return data
+
+
+def check_log_bytes(data: bytes, where: str | None, *, size_bytes: int, sha256: str) -> None:
+    """Raise :class:`~vllm_evidence.errors.EvidenceMismatchError` unless ``data`` is
+    ``size_bytes`` long with SHA-256 ``sha256``."""
+    actual = hashlib.sha256(data).hexdigest()
+    if len(data) != size_bytes or actual != sha256:
+        msg = (
+            f"startup log {where or '<embedded>'}: {len(data)} bytes with SHA-256 {actual}, "
+            f"but {size_bytes} bytes with SHA-256 {sha256} were read; the log changed "
+            "and nothing is derived from it"
+        )
+        raise EvidenceMismatchError(msg)

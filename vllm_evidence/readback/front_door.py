@@ -18,7 +18,7 @@ from typing import TypeVar, final
 
 import attrs
 
-from vllm_evidence._seal import Sealed, minter
+from vllm_evidence._seal import Reduction, Sealed, minter
 from vllm_evidence.adapters.failure import BodyParseFailure
 from vllm_evidence.adapters.health import HealthAnswer
 from vllm_evidence.adapters.metrics import MetricsObservation, parse_metrics
@@ -113,6 +113,10 @@ class CapturedReadback(Sealed):
     server_info_json: Outcome[ServerInfo]
     world_size: Outcome[WorldSizeProduct]
 
+    def __rederive__(self) -> Reduction[CapturedReadback]:
+        """Pickled as its batch's raw exchanges; unpickling runs every adapter again."""
+        return readback_from_batch, (self.batch,)
+
 
 _mint_captured = minter(CapturedReadback, CapturedReadback.__attrs_init__)
 
@@ -177,6 +181,15 @@ class HistoricalBundle(Sealed):
     server_info: Outcome[ServerInfo]
     server_info_json: Outcome[ServerInfo]
     world_size: Outcome[WorldSizeProduct]
+    bodies: tuple[tuple[Route, bytes], ...]
+    """The bodies it was built from, in route order: its raw evidence."""
+    statuses: tuple[tuple[Route, int], ...]
+    """The statuses it was given, in route order (a route absent here was read as 200)."""
+
+    def __rederive__(self) -> Reduction[HistoricalBundle]:
+        """Pickled as the bodies and statuses it was built from; unpickling parses them
+        again."""
+        return _rederive_historical, (self.bodies, self.statuses)
 
     @property
     def bracket(self) -> None:
@@ -234,4 +247,14 @@ def historical_bundle(
         server_info=one(Route.SERVER_INFO, parse_server_info_text),
         server_info_json=one(Route.SERVER_INFO_JSON, parse_server_info_json),
         world_size=one(Route.GET_WORLD_SIZE, parse_world_size),
+        bodies=tuple((route, bodies[route]) for route in Route if route in bodies),
+        statuses=tuple((route, given[route]) for route in Route if route in given),
     )
+
+
+def _rederive_historical(
+    bodies: tuple[tuple[Route, bytes], ...], statuses: tuple[tuple[Route, int], ...]
+) -> HistoricalBundle:
+    """A bundle parsed again from its raw bodies and statuses (package-internal:
+    unpickling and document loading)."""
+    return historical_bundle(dict(bodies), statuses=dict(statuses))

@@ -26,12 +26,13 @@ a concurrency line from the same process) is joined only inside one launch.
 
 from __future__ import annotations
 
+import io
 import os
 from typing import IO, final
 
 import attrs
 
-from vllm_evidence._seal import Sealed, minter
+from vllm_evidence._seal import Reduction, Sealed, SealedTypeError, minter
 from vllm_evidence.adapters.startup_log._grammar import (
     KEYWORDS,
     RARE_KEYWORD_BYTES,
@@ -66,8 +67,11 @@ from vllm_evidence.capture.log import (
     LogLines,
     LogReadFailure,
     WrapWidth,
+    check_log_bytes,
     read_log,
+    read_log_bytes,
 )
+from vllm_evidence.errors import EvidenceMismatchError, InputError
 from vllm_evidence.measure import TokenCount
 
 __all__ = ["Launch", "StartupLog", "keyword_line_starts", "read_startup_log"]
@@ -190,6 +194,27 @@ class StartupLog(Sealed):
     wrap_width: int | None
     """The hard-wrap width that was detected or given; ``None`` when lines were not joined."""
     launches: tuple[Launch, ...]
+
+    def __rederive__(self) -> Reduction[StartupLog]:
+        """Pickled as the log's bytes, read again now from :attr:`source` (only the
+        first :attr:`size_bytes`, checked against :attr:`sha256`), so the receiving
+        process need not see the file; unpickling reads those bytes again.  A log read
+        from a stream kept neither its bytes nor a path and cannot be pickled."""
+        if self.source is None:
+            msg = (
+                "StartupLog read from a stream keeps neither its bytes nor a path, so "
+                "nothing can re-derive it and it cannot be pickled; read the log from a "
+                "file, or send the bytes and read them again on the other side"
+            )
+            raise SealedTypeError(msg)
+        data = read_log_bytes(self.source, size_bytes=self.size_bytes, sha256=self.sha256)
+        return _startup_log_from_bytes, (
+            data,
+            self.source,
+            self.wrap_width,
+            self.size_bytes,
+            self.sha256,
+        )
 
 
 _mint_log = minter(StartupLog, StartupLog.__attrs_init__)
@@ -406,3 +431,46 @@ def read_startup_log(
     width.
     """
     return read_log(source, _RULES, wrap_width, _assemble)
+
+
+def _startup_log_from_bytes(
+    data: bytes, source: str | None, wrap_width: int | None, size_bytes: int, sha256: str
+) -> StartupLog:
+    """Read a log again from its bytes, under its recorded name and wrap width, after
+    checking them against the recorded size and digest (package-internal: unpickling
+    and document loading)."""
+    check_log_bytes(data, source, size_bytes=size_bytes, sha256=sha256)
+    log = read_log(
+        io.BytesIO(data),
+        _RULES,
+        "off" if wrap_width is None else wrap_width,
+        _assemble,
+        name=source,
+    )
+    if isinstance(log, LogReadFailure):
+        raise InputError(log.describe())
+    return log
+
+
+def _reread_startup_log(
+    source: str, wrap_width: int | None, size_bytes: int, sha256: str
+) -> StartupLog:
+    """Read the log at ``source`` again, streaming only its first ``size_bytes``, and
+    check the digest of what was read (package-internal: document loading)."""
+    log = read_log(
+        source,
+        _RULES,
+        "off" if wrap_width is None else wrap_width,
+        _assemble,
+        limit=size_bytes,
+    )
+    if isinstance(log, LogReadFailure):
+        raise InputError(log.describe())
+    if log.size_bytes != size_bytes or log.sha256 != sha256:
+        msg = (
+            f"startup log {source}: {log.size_bytes} bytes with SHA-256 {log.sha256}, "
+            f"but {size_bytes} bytes with SHA-256 {sha256} were read; the log changed "
+            "and nothing is derived from it"
+        )
+        raise EvidenceMismatchError(msg)
+    return log
