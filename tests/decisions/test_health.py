@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from tests._evidence import (
     API,
     HEALTHY,
@@ -19,6 +17,8 @@ from tests._evidence import (
     version_body,
 )
 from tests._paths import REAL
+from tests.decisions._wording import OUTSIDE_99, RESTARTED, RESTARTED_REMEDY
+from tests.decisions._wording import says as _says
 from vllm_evidence.adapters.startup_log import StartupLog
 from vllm_evidence.assessment import assess
 from vllm_evidence.decisions import (
@@ -267,36 +267,6 @@ def test_a_backend_without_a_law_cites_the_absence() -> None:
 # text out in full (the facts of the case filled in by hand), so that a changed word, a
 # lost fact or a clause forced on or off fails here.  The tests above decide *which* arm a
 # case reaches; these pin what the arm says.
-
-
-RESTARTED = (
-    "the server restarted during the probe (process_start_time_seconds changed): "
-    "/version and the other routes may come from different processes"
-)
-
-
-RESTARTED_REMEDY = "probe again once the server is up"
-
-
-OUTSIDE_99 = (
-    "vLLM 99.0 is outside the releases this law table was read from "
-    "(0.6.6.post1 .. 0.33.0); nothing is established for it"
-)
-
-
-class _Refusal(Protocol):
-    """The three words every refusal arm carries (any decision's refused type)."""
-
-    @property
-    def reason(self) -> object: ...
-    @property
-    def detail(self) -> str: ...
-    @property
-    def remedy(self) -> str: ...
-
-
-def _says(refused: _Refusal, reason: object, detail: str, remedy: str) -> None:
-    assert (refused.reason, refused.detail, refused.remedy) == (reason, detail, remedy)
 
 
 MP_0_32 = (

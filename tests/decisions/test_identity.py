@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Protocol
-
 import pytest
 
 from tests._evidence import (
@@ -16,6 +14,8 @@ from tests._evidence import (
     version_body,
 )
 from tests._paths import REAL, public_capture
+from tests.decisions._wording import OUTSIDE_99, RESTARTED, RESTARTED_REMEDY
+from tests.decisions._wording import says as _says
 from vllm_evidence.adapters.startup_log import StartupLog
 from vllm_evidence.assessment import assess
 from vllm_evidence.decisions import (
@@ -261,37 +261,7 @@ def test_identity_refusals_cite_the_model_card_law() -> None:
 # case reaches; these pin what the arm says.
 
 
-RESTARTED = (
-    "the server restarted during the probe (process_start_time_seconds changed): "
-    "/version and the other routes may come from different processes"
-)
-
-
-RESTARTED_REMEDY = "probe again once the server is up"
-
-
-OUTSIDE_99 = (
-    "vLLM 99.0 is outside the releases this law table was read from "
-    "(0.6.6.post1 .. 0.33.0); nothing is established for it"
-)
-
-
 FrontDoor = CapturedReadback | HistoricalBundle
-
-
-class _Refusal(Protocol):
-    """The three words every refusal arm carries (any decision's refused type)."""
-
-    @property
-    def reason(self) -> object: ...
-    @property
-    def detail(self) -> str: ...
-    @property
-    def remedy(self) -> str: ...
-
-
-def _says(refused: _Refusal, reason: object, detail: str, remedy: str) -> None:
-    assert (refused.reason, refused.detail, refused.remedy) == (reason, detail, remedy)
 
 
 def _identity(

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Protocol
 
 from tests._evidence import (
     banner,
@@ -14,6 +13,7 @@ from tests._evidence import (
     version_body,
 )
 from tests._paths import REAL
+from tests.decisions._wording import says as _says
 from vllm_evidence.assessment import assess
 from vllm_evidence.decisions import (
     JoinedIncarnation,
@@ -93,21 +93,6 @@ def test_join_refusals_cite_the_marker_law_when_the_version_is_known() -> None:
 # text out in full (the facts of the case filled in by hand), so that a changed word, a
 # lost fact or a clause forced on or off fails here.  The tests above decide *which* arm a
 # case reaches; these pin what the arm says.
-
-
-class _Refusal(Protocol):
-    """The three words every refusal arm carries (any decision's refused type)."""
-
-    @property
-    def reason(self) -> object: ...
-    @property
-    def detail(self) -> str: ...
-    @property
-    def remedy(self) -> str: ...
-
-
-def _says(refused: _Refusal, reason: object, detail: str, remedy: str) -> None:
-    assert (refused.reason, refused.detail, refused.remedy) == (reason, detail, remedy)
 
 
 def test_join_established_names_the_marker() -> None:

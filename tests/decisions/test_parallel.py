@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Protocol
-
 from tests._evidence import (
     API,
     args,
@@ -19,6 +17,8 @@ from tests._evidence import (
     version_body,
 )
 from tests._paths import REAL
+from tests.decisions._wording import OUTSIDE_99, RESTARTED, RESTARTED_REMEDY
+from tests.decisions._wording import says as _says
 from vllm_evidence.adapters.startup_log import StartupLog
 from vllm_evidence.assessment import assess
 from vllm_evidence.decisions import (
@@ -531,37 +531,7 @@ def test_the_real_capture_alone_cites_its_laws() -> None:
 # case reaches; these pin what the arm says.
 
 
-RESTARTED = (
-    "the server restarted during the probe (process_start_time_seconds changed): "
-    "/version and the other routes may come from different processes"
-)
-
-
-RESTARTED_REMEDY = "probe again once the server is up"
-
-
-OUTSIDE_99 = (
-    "vLLM 99.0 is outside the releases this law table was read from "
-    "(0.6.6.post1 .. 0.33.0); nothing is established for it"
-)
-
-
 ENGINE_LINE_2 = "log launch 0, line 2 (EngineCore pid=200)"
-
-
-class _Refusal(Protocol):
-    """The three words every refusal arm carries (any decision's refused type)."""
-
-    @property
-    def reason(self) -> object: ...
-    @property
-    def detail(self) -> str: ...
-    @property
-    def remedy(self) -> str: ...
-
-
-def _says(refused: _Refusal, reason: object, detail: str, remedy: str) -> None:
-    assert (refused.reason, refused.detail, refused.remedy) == (reason, detail, remedy)
 
 
 def test_parallel_established_detail_names_sizes_source_and_every_pid() -> None:
