@@ -12,6 +12,8 @@ import json
 from collections.abc import Mapping
 from pathlib import Path
 
+from packaging.version import Version
+
 from tests._paths import REAL
 from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
 from vllm_evidence.assessment import assess
@@ -24,7 +26,7 @@ from vllm_evidence.readback import (
     readback_from_batch,
 )
 from vllm_evidence.testing.stub import Fault, serve_capture
-from vllm_evidence.upstream import Route
+from vllm_evidence.upstream import ReleaseLaws, Route, laws_for
 
 # Record prefixes as vLLM ≥0.10.2 prints them (process tag, level, time, [file:line]).
 API = "(APIServer pid=100) INFO 11-30 04:10:58 [api_utils.py:286] "
@@ -182,3 +184,10 @@ def dev_routes_404() -> dict[Route, Fault]:
 def front_door_join(readback: CapturedReadback | HistoricalBundle) -> FrontDoorJoinDecision:
     """The front-door join decision for a readback alone (no startup log)."""
     return assess(readback).front_door_join
+
+
+def release_laws(version: str) -> ReleaseLaws:
+    """The law table's answers for a release inside the read span."""
+    laws = laws_for(Version(version))
+    assert isinstance(laws, ReleaseLaws), version
+    return laws

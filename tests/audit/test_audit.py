@@ -9,6 +9,7 @@ from pathlib import Path
 
 from packaging.version import Version
 
+from tests._evidence import release_laws as _laws
 from tests._paths import REAL
 from vllm_evidence.audit import (
     EXECUTOR_BACKENDS_KEY,
@@ -34,7 +35,6 @@ from vllm_evidence.upstream import (
     CapacityLogFormat,
     CapacityLogFormatLaw,
     CapacitySource,
-    ReleaseLaws,
     Route,
     RouteLaw,
     laws_for,
@@ -42,12 +42,6 @@ from vllm_evidence.upstream import (
 from vllm_evidence.upstream.releases import _read
 
 # --- cache_config_info labels ------------------------------------------------------
-
-
-def _laws(text: str) -> ReleaseLaws:
-    laws = laws_for(Version(text))
-    assert isinstance(laws, ReleaseLaws)
-    return laws
 
 
 def _labels_law(version: str = "0.32.0") -> CacheConfigLabelsLaw:

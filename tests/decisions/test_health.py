@@ -167,24 +167,16 @@ FrontDoor = CapturedReadback | HistoricalBundle
 JSON_INFO = "GET /server_info?config_format=json"
 
 
-def _health_refused(
-    front_door: FrontDoor | None, startup_log: StartupLog | None = None
-) -> HealthCoverageRefused:
-    decision = assess(front_door, startup_log).health_coverage
-    assert isinstance(decision, HealthCoverageRefused), decision
-    return decision
-
-
 def test_a_printed_none_backend_is_unobserved() -> None:
     none_log = log(engine_init("0.32.0", tp=1, backend="None"))
-    assert _health_refused(None, none_log).reason is HealthReason.BACKEND_UNOBSERVED
+    assert _refused(None, none_log).reason is HealthReason.BACKEND_UNOBSERVED
     named = log(engine_init("0.32.0", tp=1, backend="my_pkg.Custom"))
-    assert _health_refused(None, named).reason is HealthReason.BACKEND_UNKNOWN
+    assert _refused(None, named).reason is HealthReason.BACKEND_UNKNOWN
 
 
 def test_a_printed_custom_backend_is_unquoted_and_sourced() -> None:
     quoted = log(engine_init("0.32.0", tp=1, backend="'my_pkg.Custom'"))
-    refused = _health_refused(None, quoted)
+    refused = _refused(None, quoted)
     assert refused.reason is HealthReason.BACKEND_UNKNOWN
     assert refused.backend == "my_pkg.Custom"
     assert refused.backend_source is not None
@@ -193,7 +185,7 @@ def test_a_printed_custom_backend_is_unquoted_and_sourced() -> None:
 
 def test_a_printed_custom_backend_is_a_log_fact() -> None:
     custom = log(engine_init("0.32.0", tp=1, backend="my_pkg.Custom"))
-    refused = _health_refused(bundle(version_body("0.27.0"), HEALTHY), custom)
+    refused = _refused(bundle(version_body("0.27.0"), HEALTHY), custom)
     assert refused.reason is HealthReason.SOURCES_CONFLICT
     assert (refused.backend, refused.health_status) == ("my_pkg.Custom", None)
     assert refused.backend_source is not None
@@ -202,7 +194,7 @@ def test_a_printed_custom_backend_is_a_log_fact() -> None:
 
 def test_a_front_door_refusal_keeps_the_health_status() -> None:
     door = bundle(version_body("0.32.0"), server_info_json(backend="my_pkg.Custom"), HEALTHY)
-    refused = _health_refused(door)
+    refused = _refused(door)
     assert refused.reason is HealthReason.BACKEND_UNKNOWN
     assert refused.health_status == 200
     assert refused.backend_source is not None
@@ -210,7 +202,7 @@ def test_a_front_door_refusal_keeps_the_health_status() -> None:
 
 
 def test_a_restarted_front_door_keeps_the_backend_it_saw() -> None:
-    refused = _health_refused(probe_stub(REAL, restart_after_metrics_reads=1))
+    refused = _refused(probe_stub(REAL, restart_after_metrics_reads=1))
     assert refused.reason is HealthReason.FRONT_DOOR_RESTARTED
     assert refused.backend == "mp"
     assert refused.backend_source is not None
@@ -226,9 +218,9 @@ def test_a_front_door_backend_ignores_a_log_of_another_build() -> None:
 
 def test_refusals_after_the_backend_keep_it() -> None:
     mp_log = log(engine_init("0.32.0", tp=1, backend="mp"))
-    conflict = _health_refused(bundle(version_body("0.27.0")), mp_log)
-    unversioned = _health_refused(bundle(server_info_json(backend="mp")))
-    outside = _health_refused(bundle(version_body("99.0"), server_info_json(backend="mp")))
+    conflict = _refused(bundle(version_body("0.27.0")), mp_log)
+    unversioned = _refused(bundle(server_info_json(backend="mp")))
+    outside = _refused(bundle(version_body("99.0"), server_info_json(backend="mp")))
     for refused, where in (
         (conflict, "log launch 0, line 1 (EngineCore pid=200)"),
         (unversioned, JSON_INFO),
@@ -241,7 +233,7 @@ def test_refusals_after_the_backend_keep_it() -> None:
 
 def test_only_quotes_are_stripped_from_a_printed_backend() -> None:
     quoted = log(engine_init("0.32.0", tp=1, backend="'pkg.ExecutorX'"))
-    refused = _health_refused(None, quoted)
+    refused = _refused(None, quoted)
     assert refused.backend == "pkg.ExecutorX"
 
 
@@ -283,7 +275,7 @@ def test_health_established_names_backend_source_and_law() -> None:
 
 def test_health_backend_unobserved() -> None:
     _says(
-        _health_refused(bundle(version_body("0.32.0"))),
+        _refused(bundle(version_body("0.32.0"))),
         HealthReason.BACKEND_UNOBSERVED,
         "the executor backend is unobserved (no /server_info JSON, no log marker)",
         "give the launch's startup log, or probe /server_info?config_format=json "
@@ -294,7 +286,7 @@ def test_health_backend_unobserved() -> None:
 def test_health_backends_conflict() -> None:
     ray_log = log(engine_init("0.32.0", tp=1, backend="ray"))
     _says(
-        _health_refused(backend_bundle("0.32.0", "mp"), ray_log),
+        _refused(backend_bundle("0.32.0", "mp"), ray_log),
         HealthReason.BACKEND_CONFLICT,
         f"the sources name different executor backends: 'mp' at {JSON_INFO}; "
         "'ray' at log launch 0, line 1 (EngineCore pid=200)",
@@ -304,7 +296,7 @@ def test_health_backends_conflict() -> None:
 
 def test_health_restarted_front_door() -> None:
     _says(
-        _health_refused(probe_stub(REAL, restart_after_metrics_reads=1)),
+        _refused(probe_stub(REAL, restart_after_metrics_reads=1)),
         HealthReason.FRONT_DOOR_RESTARTED,
         RESTARTED,
         RESTARTED_REMEDY,
@@ -314,7 +306,7 @@ def test_health_restarted_front_door() -> None:
 def test_health_log_of_another_build() -> None:
     mp_log = log(engine_init("0.32.0", tp=1, backend="mp"))
     _says(
-        _health_refused(bundle(version_body("0.27.0")), mp_log),
+        _refused(bundle(version_body("0.27.0")), mp_log),
         HealthReason.SOURCES_CONFLICT,
         "the log's launch reports vLLM 0.32.0 but /version reports 0.27.0: "
         "they are not the same server",
@@ -324,7 +316,7 @@ def test_health_log_of_another_build() -> None:
 
 def test_health_backend_without_its_version() -> None:
     _says(
-        _health_refused(bundle(server_info_json(backend="mp"))),
+        _refused(bundle(server_info_json(backend="mp"))),
         HealthReason.VERSION_UNOBSERVED,
         f"backend 'mp' observed at {JSON_INFO}, but no version from that source",
         "read the version from the same source as the backend",
@@ -333,7 +325,7 @@ def test_health_backend_without_its_version() -> None:
 
 def test_health_release_outside_the_table() -> None:
     _says(
-        _health_refused(backend_bundle("99.0", "mp")),
+        _refused(backend_bundle("99.0", "mp")),
         HealthReason.VERSION_NOT_ESTABLISHED,
         OUTSIDE_99,
         "none",
@@ -342,7 +334,7 @@ def test_health_release_outside_the_table() -> None:
 
 def test_health_custom_executor() -> None:
     _says(
-        _health_refused(backend_bundle("0.32.0", "my_pkg.CustomExecutor")),
+        _refused(backend_bundle("0.32.0", "my_pkg.CustomExecutor")),
         HealthReason.BACKEND_UNKNOWN,
         "executor 'my_pkg.CustomExecutor' is not one of vLLM's named backends (a custom executor)",
         "none: a custom executor's health checks are its own",
@@ -351,7 +343,7 @@ def test_health_custom_executor() -> None:
 
 def test_health_backend_without_a_law() -> None:
     _says(
-        _health_refused(backend_bundle("0.32.0", "external_launcher")),
+        _refused(backend_bundle("0.32.0", "external_launcher")),
         HealthReason.LAW_NOT_ESTABLISHED,
         "not established for any release: What does a 200 from /health cover under the "
         "'external_launcher' executor?",

@@ -37,7 +37,7 @@ TP2 = banner("0.32.0") + engine_init(tp=2)
 
 
 def _refused(
-    front_door: CapturedReadback | HistoricalBundle | None, startup_log: StartupLog | None
+    front_door: CapturedReadback | HistoricalBundle | None, startup_log: StartupLog | None = None
 ) -> ParallelRefused:
     decision = assess(front_door, startup_log).parallel
     assert isinstance(decision, ParallelRefused), decision
@@ -383,14 +383,6 @@ FrontDoor = CapturedReadback | HistoricalBundle
 JSON_INFO = "GET /server_info?config_format=json"
 
 
-def _parallel_refused(
-    front_door: FrontDoor | None, startup_log: StartupLog | None = None
-) -> ParallelRefused:
-    decision = assess(front_door, startup_log).parallel
-    assert isinstance(decision, ParallelRefused), decision
-    return decision
-
-
 def test_a_printed_dp_size_needs_no_note() -> None:
     text = banner("0.32.0") + engine_init(tp=1, dp=1) + rank_line(0, 1)
     decision = assess(None, log(text)).parallel
@@ -412,7 +404,7 @@ def test_a_present_rank_is_sourced_to_its_worker_line() -> None:
 def test_a_log_without_engine_init_is_judged_at_the_join_not_as_a_conflict() -> None:
     ranks = log(banner("0.27.0") + rank_line(0, 2) + rank_line(1, 2))
     door = bundle(version_body("0.32.0"), server_info_json(tp=2))
-    refused = _parallel_refused(door, ranks)
+    refused = _refused(door, ranks)
     assert refused.reason is ParallelReason.JOIN_UNESTABLISHED
     assert refused.configuration is not None
     assert refused.configuration.source.where == JSON_INFO
@@ -423,24 +415,24 @@ def test_the_text_server_info_is_scoped_by_its_own_route_law() -> None:
         b'{"vllm_config": "model=\'/models/m\', tensor_parallel_size=1, '
         b'pipeline_parallel_size=1, data_parallel_size=1"}'
     )
-    refused = _parallel_refused(bundle(version_body("0.10.2"), {Route.SERVER_INFO: text}))
+    refused = _refused(bundle(version_body("0.10.2"), {Route.SERVER_INFO: text}))
     assert refused.reason is ParallelReason.POPULATION_UNOBSERVED
     assert refused.law is not None
     assert refused.law.question.key == "parallel_evidence./server_info"
 
 
 def test_refusals_after_stage_one_keep_the_configuration() -> None:
-    unversioned = _parallel_refused(bundle(server_info_json(tp=1)))
-    outside = _parallel_refused(bundle(version_body("99.0"), server_info_json(tp=1)))
-    no_json_law = _parallel_refused(bundle(version_body("0.10.2"), server_info_json(tp=1)))
-    product = _parallel_refused(
+    unversioned = _refused(bundle(server_info_json(tp=1)))
+    outside = _refused(bundle(version_body("99.0"), server_info_json(tp=1)))
+    no_json_law = _refused(bundle(version_body("0.10.2"), server_info_json(tp=1)))
+    product = _refused(
         bundle(
             version_body("0.32.0"),
             server_info_json(tp=2),
             {Route.GET_WORLD_SIZE: b'{"world_size":4}'},
         )
     )
-    unjoined = _parallel_refused(
+    unjoined = _refused(
         bundle(version_body("0.32.0"), server_info_json(tp=2)),
         log(banner("0.32.0") + rank_line(0, 2)),
     )
@@ -457,7 +449,7 @@ def test_a_product_conflict_keeps_the_http_route_law() -> None:
     door = bundle(
         version_body("0.32.0"), server_info_json(tp=2), {Route.GET_WORLD_SIZE: b'{"world_size":4}'}
     )
-    refused = _parallel_refused(door)
+    refused = _refused(door)
     assert refused.reason is ParallelReason.CONFIGURATION_CONFLICT
     assert refused.law is not None
     assert refused.law.question.key == "parallel_evidence./server_info?config_format=json"
@@ -470,11 +462,11 @@ JSON_ROUTE = "parallel_evidence./server_info?config_format=json"
 
 
 def test_http_configuration_refusals_cite_the_route_law() -> None:
-    alone = _parallel_refused(bundle(version_body("0.32.0"), server_info_json(tp=2)))
+    alone = _refused(bundle(version_body("0.32.0"), server_info_json(tp=2)))
     assert alone.reason is ParallelReason.POPULATION_UNOBSERVED
     assert isinstance(alone.law, ParallelEvidenceLaw)
     assert alone.law.question.key == JSON_ROUTE
-    unjoined = _parallel_refused(
+    unjoined = _refused(
         bundle(version_body("0.32.0"), server_info_json(tp=2)),
         log(banner("0.32.0") + rank_line(0, 2) + rank_line(1, 2)),
     )
@@ -485,21 +477,21 @@ def test_http_configuration_refusals_cite_the_route_law() -> None:
 
 def test_a_conflicting_product_keeps_the_law_and_the_product() -> None:
     product = {Route.GET_WORLD_SIZE: b'{"world_size":4}'}
-    refused = _parallel_refused(bundle(version_body("0.32.0"), server_info_json(tp=2), product))
+    refused = _refused(bundle(version_body("0.32.0"), server_info_json(tp=2), product))
     assert refused.reason is ParallelReason.CONFIGURATION_CONFLICT
     assert isinstance(refused.law, ParallelEvidenceLaw)
     assert refused.world_size_product == 4
 
 
 def test_a_json_form_before_its_law_cites_the_absence() -> None:
-    refused = _parallel_refused(bundle(version_body("0.10.2"), server_info_json(tp=2)))
+    refused = _refused(bundle(version_body("0.10.2"), server_info_json(tp=2)))
     assert refused.reason is ParallelReason.VERSION_NOT_ESTABLISHED
     assert isinstance(refused.law, LawNotEstablished)
     assert refused.law.question.key == JSON_ROUTE
 
 
 def test_log_configuration_refusals_cite_no_route_law_and_name_present_ranks() -> None:
-    refused = _parallel_refused(None, log(banner("0.32.0") + engine_init(tp=2) + rank_line(0, 2)))
+    refused = _refused(None, log(banner("0.32.0") + engine_init(tp=2) + rank_line(0, 2)))
     assert refused.reason is ParallelReason.RANKS_MISSING
     assert refused.law is None
     assert [(r.rank, r.pid) for r in refused.present] == [(0, 300)]
@@ -509,7 +501,7 @@ def test_log_configuration_refusals_cite_no_route_law_and_name_present_ranks() -
 
 def test_a_product_alone_is_kept_on_the_stage_one_refusal() -> None:
     product = {Route.GET_WORLD_SIZE: b'{"world_size":2}'}
-    refused = _parallel_refused(bundle(version_body("0.32.0"), product))
+    refused = _refused(bundle(version_body("0.32.0"), product))
     assert refused.reason is ParallelReason.CONFIGURATION_UNOBSERVED
     assert refused.world_size_product == 2
     assert refused.configuration is None
@@ -517,7 +509,7 @@ def test_a_product_alone_is_kept_on_the_stage_one_refusal() -> None:
 
 
 def test_the_real_capture_alone_cites_its_laws() -> None:
-    refused = _parallel_refused(probe_stub(REAL))
+    refused = _refused(probe_stub(REAL))
     assert refused.reason is ParallelReason.POPULATION_UNOBSERVED
     assert isinstance(refused.law, ParallelEvidenceLaw)
     assert refused.law.span.first.public == "0.11.0"
@@ -545,7 +537,7 @@ def test_parallel_established_detail_names_sizes_source_and_every_pid() -> None:
 
 def test_parallel_nothing_observed() -> None:
     _says(
-        _parallel_refused(None, None),
+        _refused(None, None),
         ParallelReason.CONFIGURATION_UNOBSERVED,
         "no /server_info answer and no engine-init line",
         "give the launch's startup log (engine-init line), or probe /server_info "
@@ -555,7 +547,7 @@ def test_parallel_nothing_observed() -> None:
 
 def test_parallel_a_product_alone_says_why_it_is_no_configuration() -> None:
     front_door = bundle(version_body("0.32.0"), {Route.GET_WORLD_SIZE: b'{"world_size":2}'})
-    refused = _parallel_refused(front_door, None)
+    refused = _refused(front_door, None)
     assert refused.detail == "/get_world_size answered 2, a product that is TP, PP or DP alike"
 
 
@@ -566,7 +558,7 @@ def test_parallel_every_stage_one_shortfall_is_named_in_order() -> None:
     )
     no_pp = b'{"vllm_config": {"parallel_config": {"tensor_parallel_size": 2}}}'
     no_tp = bundle(version_body("0.32.0"), {Route.SERVER_INFO_JSON: no_pp})
-    refused = _parallel_refused(no_tp, log(banner("0.32.0") + no_sizes))
+    refused = _refused(no_tp, log(banner("0.32.0") + no_sizes))
     assert refused.detail == (
         "the engine-init line (line 2) does not print TP and PP sizes; "
         f"{JSON_INFO} does not carry TP and PP sizes"
@@ -574,7 +566,7 @@ def test_parallel_every_stage_one_shortfall_is_named_in_order() -> None:
 
 
 def test_parallel_dp_unprinted_without_an_args_line() -> None:
-    refused = _parallel_refused(None, log(banner("0.32.0") + engine_init(tp=2, dp=None)))
+    refused = _refused(None, log(banner("0.32.0") + engine_init(tp=2, dp=None)))
     assert refused.detail == (
         "the engine-init line (line 2) does not print data_parallel_size and the launch "
         "has no non-default args line"
@@ -586,7 +578,7 @@ def test_parallel_text_server_info_before_dp_was_printed() -> None:
         b'{"vllm_config": "model=\'/models/m\', tensor_parallel_size=1, '
         b'pipeline_parallel_size=1, quantization=None"}'
     )
-    refused = _parallel_refused(bundle(version_body("0.8.5"), {Route.SERVER_INFO: text}), None)
+    refused = _refused(bundle(version_body("0.8.5"), {Route.SERVER_INFO: text}), None)
     assert refused.detail == (
         "GET /server_info does not carry data_parallel_size (the text form before 0.10.2)"
     )
@@ -613,7 +605,7 @@ def test_parallel_versions_of_two_builds() -> None:
     text = banner("0.32.0") + engine_init(tp=1) + rank_line(0, 1)
     other = bundle(version_body("0.27.0"), server_info_json(tp=1))
     _says(
-        _parallel_refused(other, log(text)),
+        _refused(other, log(text)),
         ParallelReason.CONFIGURATION_CONFLICT,
         "the log's launch reports vLLM 0.32.0 but /version reports 0.27.0: "
         "they are not the same server",
@@ -623,7 +615,7 @@ def test_parallel_versions_of_two_builds() -> None:
 
 def test_parallel_restarted_front_door() -> None:
     _says(
-        _parallel_refused(probe_stub(REAL, restart_after_metrics_reads=1), None),
+        _refused(probe_stub(REAL, restart_after_metrics_reads=1), None),
         ParallelReason.FRONT_DOOR_RESTARTED,
         RESTARTED,
         RESTARTED_REMEDY,
@@ -632,7 +624,7 @@ def test_parallel_restarted_front_door() -> None:
 
 def test_parallel_configuration_without_its_version() -> None:
     _says(
-        _parallel_refused(bundle(server_info_json(tp=1)), None),
+        _refused(bundle(server_info_json(tp=1)), None),
         ParallelReason.VERSION_UNOBSERVED,
         f"configuration from {JSON_INFO}, but no version from that source",
         "read the version from the same source",
@@ -641,7 +633,7 @@ def test_parallel_configuration_without_its_version() -> None:
 
 def test_parallel_version_outside_the_table() -> None:
     _says(
-        _parallel_refused(bundle(version_body("99.0"), server_info_json(tp=1)), None),
+        _refused(bundle(version_body("99.0"), server_info_json(tp=1)), None),
         ParallelReason.VERSION_NOT_ESTABLISHED,
         OUTSIDE_99,
         "none",
@@ -649,7 +641,7 @@ def test_parallel_version_outside_the_table() -> None:
 
 
 def test_parallel_route_without_a_law_in_that_release() -> None:
-    refused = _parallel_refused(bundle(version_body("0.10.2"), server_info_json(tp=1)), None)
+    refused = _refused(bundle(version_body("0.10.2"), server_info_json(tp=1)), None)
     _says(
         refused,
         ParallelReason.VERSION_NOT_ESTABLISHED,
@@ -663,7 +655,7 @@ def test_parallel_route_without_a_law_in_that_release() -> None:
 def test_parallel_log_and_front_door_sizes_differ() -> None:
     ranks = log(TP2 + rank_line(0, 2) + rank_line(1, 2))
     _says(
-        _parallel_refused(bundle(version_body("0.32.0"), server_info_json(tp=1)), ranks),
+        _refused(bundle(version_body("0.32.0"), server_info_json(tp=1)), ranks),
         ParallelReason.CONFIGURATION_CONFLICT,
         f"{ENGINE_LINE_2} gives (TP, PP, DP, PCP) (2, 1, 1, 1) but {JSON_INFO} gives "
         "(1, 1, 1, 1): the log and the front door describe different servers or launches",
@@ -676,7 +668,7 @@ def test_parallel_product_against_the_configuration() -> None:
         version_body("0.32.0"), server_info_json(tp=2), {Route.GET_WORLD_SIZE: b'{"world_size":4}'}
     )
     _says(
-        _parallel_refused(four, None),
+        _refused(four, None),
         ParallelReason.CONFIGURATION_CONFLICT,
         "/get_world_size answered 4, but the configuration gives 2 per engine × 1",
         "check the sources describe one server",
@@ -685,7 +677,7 @@ def test_parallel_product_against_the_configuration() -> None:
 
 def test_parallel_http_configuration_without_a_log() -> None:
     _says(
-        _parallel_refused(bundle(version_body("0.32.0"), server_info_json(tp=2)), None),
+        _refused(bundle(version_body("0.32.0"), server_info_json(tp=2)), None),
         ParallelReason.POPULATION_UNOBSERVED,
         "expected ranks [0, 1]; no startup log shows which workers joined",
         "give the launch's startup log (per-rank worker lines)",
@@ -695,7 +687,7 @@ def test_parallel_http_configuration_without_a_log() -> None:
 def test_parallel_http_configuration_with_log_ranks() -> None:
     ranks = log(banner("0.32.0") + rank_line(0, 2) + rank_line(1, 2))
     _says(
-        _parallel_refused(bundle(version_body("0.32.0"), server_info_json(tp=2)), ranks),
+        _refused(bundle(version_body("0.32.0"), server_info_json(tp=2)), ranks),
         ParallelReason.JOIN_UNESTABLISHED,
         f"configuration from {JSON_INFO}, worker lines from log launch 0: nothing witnesses "
         "that the log belongs to the serving process",
@@ -705,7 +697,7 @@ def test_parallel_http_configuration_with_log_ranks() -> None:
 
 def test_parallel_launch_without_worker_lines() -> None:
     _says(
-        _parallel_refused(None, log(TP2)),
+        _refused(None, log(TP2)),
         ParallelReason.POPULATION_UNOBSERVED,
         "the launch has no worker rank lines",
         "give a log with the workers' start-up lines",
@@ -714,7 +706,7 @@ def test_parallel_launch_without_worker_lines() -> None:
 
 def test_parallel_workers_of_another_world() -> None:
     _says(
-        _parallel_refused(None, log(TP2 + rank_line(0, 4) + rank_line(1, 4))),
+        _refused(None, log(TP2 + rank_line(0, 4) + rank_line(1, 4))),
         ParallelReason.WORLD_SIZE_MISMATCH,
         "the launch's worker lines joined world size(s) [4], not 2",
         "check the log belongs to this configuration",
@@ -726,7 +718,7 @@ def test_parallel_ray_collapsed_lines() -> None:
         0, 2, tag="RayWorkerWrapper pid=401, ip=10.0.0.2", suffix=" [repeated 3x across cluster]"
     )
     _says(
-        _parallel_refused(None, log(TP2 + rank_line(0, 2) + collapsed)),
+        _refused(None, log(TP2 + rank_line(0, 2) + collapsed)),
         ParallelReason.RANKS_UNATTRIBUTED,
         "ranks [1] not attributed: Ray collapsed 3 similar worker line(s) "
         "('[repeated Nx across cluster]')",
@@ -736,7 +728,7 @@ def test_parallel_ray_collapsed_lines() -> None:
 
 def test_parallel_a_rank_that_never_started() -> None:
     _says(
-        _parallel_refused(None, log(TP2 + rank_line(0, 2))),
+        _refused(None, log(TP2 + rank_line(0, 2))),
         ParallelReason.RANKS_MISSING,
         "expected ranks [1] have no worker line",
         "a rank never started: look at that worker",

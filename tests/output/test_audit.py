@@ -6,6 +6,7 @@ import json
 
 from packaging.version import Version
 
+from tests._evidence import release_laws as _laws
 from vllm_evidence.audit import (
     EXECUTOR_BACKENDS_KEY,
     SCHEMA,
@@ -16,15 +17,8 @@ from vllm_evidence.audit import (
 from vllm_evidence.output.audit import audit_document
 from vllm_evidence.upstream import (
     CacheConfigLabelsLaw,
-    ReleaseLaws,
     laws_for,
 )
-
-
-def _laws(text: str) -> ReleaseLaws:
-    laws = laws_for(Version(text))
-    assert isinstance(laws, ReleaseLaws)
-    return laws
 
 
 def _labels_law(version: str = "0.32.0") -> CacheConfigLabelsLaw:

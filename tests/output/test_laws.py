@@ -10,6 +10,8 @@ import re
 
 from packaging.version import Version
 
+from tests._evidence import release_laws as _laws
+from tests._evidence import release_laws as _release_laws
 from vllm_evidence.adapters.startup_log import ExecutorMarker
 from vllm_evidence.output.laws import law_json
 from vllm_evidence.upstream import (
@@ -18,18 +20,10 @@ from vllm_evidence.upstream import (
     ExecutorMarkerLaw,
     Law,
     LawNotEstablished,
-    ReleaseLaws,
     Route,
     executor_marker_law,
-    laws_for,
 )
 from vllm_evidence.upstream.laws import CACHE_CONFIG_LABELS_KEY as _CACHE_KEY
-
-
-def _laws(text: str) -> ReleaseLaws:
-    laws = laws_for(Version(text))
-    assert isinstance(laws, ReleaseLaws)
-    return laws
 
 
 def _common(law: Law | LawNotEstablished, key: str, first: str, last: str) -> dict[str, object]:
@@ -128,12 +122,6 @@ def test_a_law_not_established_lists_the_known_spans() -> None:
 
 
 # --- the cache_config_info label law, against the real capture's labels -------------
-
-
-def _release_laws(text: str) -> ReleaseLaws:
-    laws = laws_for(Version(text))
-    assert isinstance(laws, ReleaseLaws), text
-    return laws
 
 
 def _capture_labels() -> frozenset[str]:

@@ -8,6 +8,7 @@ import re
 import pytest
 from packaging.version import Version
 
+from tests._evidence import release_laws as _laws
 from vllm_evidence.adapters.startup_log import ExecutorMarker
 from vllm_evidence.upstream import (
     EXECUTOR_FILES,
@@ -37,12 +38,6 @@ from vllm_evidence.upstream import (
 from vllm_evidence.upstream.laws import CACHE_CONFIG_LABELS_KEY as _CACHE_KEY
 
 READ = [r.version for r in READ_RELEASES]
-
-
-def _laws(text: str) -> ReleaseLaws:
-    laws = laws_for(Version(text))
-    assert isinstance(laws, ReleaseLaws), text
-    return laws
 
 
 def _every_law() -> list[Law]:

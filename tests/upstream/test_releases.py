@@ -5,21 +5,13 @@ from __future__ import annotations
 import pytest
 from packaging.version import Version
 
+from tests._evidence import release_laws as _laws
 from vllm_evidence.upstream import (
-    ReleaseLaws,
     Route,
     RouteGate,
     RouteLaw,
-    laws_for,
     parse_release,
 )
-
-
-def _laws(text: str) -> ReleaseLaws:
-    laws = laws_for(Version(text))
-    assert isinstance(laws, ReleaseLaws), text
-    return laws
-
 
 # --- hand-written expectations (from reference/vllm-upstream.md, not from the table) ---
 
