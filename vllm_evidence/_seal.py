@@ -11,6 +11,11 @@ What the seal closes, and how:
   positional parameter, so ``mypy --strict`` rejects every call spelling, and at run
   time it raises :class:`TypeError` naming the public function to use.
 * ``attrs.evolve`` and ``copy.replace``: both call ``Cls(**changes)``, which raises.
+  ``mypy --strict`` rejects ``attrs.evolve(<sealed value>, …)`` too ("expected an attrs
+  class"): its attrs plugin types ``evolve`` from the ``__init__`` it finds, and because
+  :meth:`Sealed.__init__` is ``@final`` (a decorated method) the plugin does not take it
+  for an attrs initializer.  As a plain method, its nameless positional-only parameter
+  crashed the plugin with an INTERNAL ERROR.
 * ``copy.copy`` / ``copy.deepcopy``: sealed values are immutable, so a copy *is*
   the original (``__copy__`` returns ``self``); no new instance is made.
 * ``pickle``: ``__reduce_ex__`` raises; a sealed value crosses a process boundary
@@ -27,7 +32,7 @@ guard against accidents and wrong provenance, not against an adversary.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, ClassVar, Concatenate, Never, ParamSpec, Self, TypeVar
+from typing import Any, ClassVar, Concatenate, Never, ParamSpec, Self, TypeVar, final
 
 __all__ = ["Sealed", "SealedTypeError", "minter"]
 
@@ -49,6 +54,10 @@ class Sealed:
     #: The public function(s) that produce instances, named in the error message.
     __public_constructor__: ClassVar[str] = "the vllm_evidence parsers and decisions"
 
+    # ``@final``: no sealed class defines its own ``__init__`` (attrs' is ``__attrs_init__``,
+    # reached only through a minter), and it keeps mypy's attrs plugin from reading this
+    # signature as the class's fields: see the module docstring on ``attrs.evolve``.
+    @final
     def __init__(self, _sealed: Never, /, *_args: Never, **_kwargs: Never) -> None:
         msg = (
             f"{type(self).__qualname__} has no public constructor; "
