@@ -105,7 +105,22 @@ def test_a_stub_probe_without_its_log_is_partly_established() -> None:
     with_log = assess(probe_stub(), real_log())
     assert claim_established(with_log, "parallel")
     with pytest.raises(ValueError, match="claim must be one of"):
-        claim_established(assessment, "weights")
+        claim_established(assessment, "weights")  # type: ignore[arg-type]  # untyped caller
+
+
+def test_claims_are_the_literal_members_in_report_order() -> None:
+    from typing import get_args
+
+    from vllm_evidence import Claim
+
+    assert get_args(Claim) == CLAIMS
+    assert CLAIMS == (
+        "parallel",
+        "capacity",
+        "served_identity",
+        "health_coverage",
+        "front_door_join",
+    )
 
 
 def test_the_last_launch_is_assessed_unless_one_is_named() -> None:

@@ -34,16 +34,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, ClassVar, Concatenate, Never, ParamSpec, Self, TypeVar, final
 
+from vllm_evidence.errors import SealedTypeError
+
 __all__ = ["Sealed", "SealedTypeError", "minter"]
 
 _PACKAGE = __name__.rpartition(".")[0]
 
 P = ParamSpec("P")
 T = TypeVar("T", bound="Sealed")
-
-
-class SealedTypeError(TypeError):
-    """A sealed type was constructed, copied into a new value, pickled or subclassed."""
 
 
 class Sealed:

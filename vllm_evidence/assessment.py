@@ -14,7 +14,7 @@ from typing import final
 import attrs
 from packaging.version import Version
 
-from vllm_evidence._claims import CLAIMS
+from vllm_evidence._claims import CLAIMS, Claim
 from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.adapters.startup_log import Launch, StartupLog
 from vllm_evidence.decisions import (
@@ -40,6 +40,7 @@ from vllm_evidence.readback.evidence import Evidence, FrontDoor, gather
 __all__ = [
     "CLAIMS",
     "Assessment",
+    "Claim",
     "assess",
     "claim_established",
 ]
@@ -103,8 +104,15 @@ def assess(
     )
 
 
-def claim_established(assessment: Assessment, claim: str) -> bool:
-    """Whether the named claim (one of :data:`CLAIMS`) is established."""
+def claim_established(assessment: Assessment, claim: Claim) -> bool:
+    """Whether the named claim (one of :data:`CLAIMS`) is established.
+
+    ``claim`` is typed :data:`Claim`, so a misspelt name is a type error; at run time an
+    unknown name (from untyped code) raises :class:`ValueError` naming the claims.
+    """
+    if claim not in CLAIMS:
+        msg = f"claim must be one of {', '.join(CLAIMS)}, got {claim!r}"
+        raise ValueError(msg)
     match claim:
         case "parallel":
             return isinstance(assessment.parallel, ParallelEstablished)
@@ -116,6 +124,3 @@ def claim_established(assessment: Assessment, claim: str) -> bool:
             return isinstance(assessment.health_coverage, HealthCoverageEstablished)
         case "front_door_join":
             return isinstance(assessment.front_door_join, JoinedIncarnation)
-        case _:
-            msg = f"claim must be one of {', '.join(CLAIMS)}, got {claim!r}"
-            raise ValueError(msg)
