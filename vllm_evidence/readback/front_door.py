@@ -54,7 +54,7 @@ __all__ = [
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class Bracket(Sealed):
     """The two ``/metrics`` reads that open and close one probe batch, as they ended.
 
@@ -95,7 +95,7 @@ def _metrics_outcome(exchange: Exchange) -> Outcome[MetricsObservation]:
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class CapturedReadback(Sealed):
     """What one bracketed probe batch observed, route by route."""
 
@@ -112,6 +112,9 @@ class CapturedReadback(Sealed):
     server_info: Outcome[ServerInfo]
     server_info_json: Outcome[ServerInfo]
     world_size: Outcome[WorldSizeProduct]
+
+    def _repr_summary(self) -> str:
+        return f"{self.batch!r}, {_arms_summary(self)}"
 
 
 _mint_captured = minter(CapturedReadback, CapturedReadback.__attrs_init__)
@@ -164,7 +167,7 @@ def readback_from_batch(batch: CaptureBatch) -> CapturedReadback:
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class HistoricalBundle(Sealed):
     """Bodies a caller supplied, parsed route by route.  Never joined."""
 
@@ -182,6 +185,9 @@ class HistoricalBundle(Sealed):
     def bracket(self) -> None:
         """Always ``None``: caller-assembled bodies carry no incarnation bracket."""
         return None
+
+    def _repr_summary(self) -> str:
+        return _arms_summary(self)
 
 
 _mint_historical = minter(HistoricalBundle, HistoricalBundle.__attrs_init__)
@@ -235,3 +241,17 @@ def historical_bundle(
         server_info_json=one(Route.SERVER_INFO_JSON, parse_server_info_json),
         world_size=one(Route.GET_WORLD_SIZE, parse_world_size),
     )
+
+
+def _arms_summary(readback: CapturedReadback | HistoricalBundle) -> str:
+    """Each route's arm by class: ``version=Parsed, v1_models=NotFound, …``."""
+    arms = (
+        readback.version,
+        readback.models,
+        readback.metrics,
+        readback.health,
+        readback.server_info,
+        readback.server_info_json,
+        readback.world_size,
+    )
+    return ", ".join(f"{arm.route.stem}={type(arm).__name__}" for arm in arms)
