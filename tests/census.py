@@ -35,7 +35,10 @@ What does not count as a read
 * Writes: there are none to tell apart.  Sealed classes are frozen, so mypy rejects
   ``obj.field = ...`` and the census refuses to run on a program mypy rejects.
 * attrs-generated dunders (``__eq__``, ``__hash__``, ``__repr__``): they have no
-  source to read.  Hand-written methods, dunders included, are ordinary readers.
+  source to read.  Hand-written methods, dunders included, are ordinary readers --
+  except a sealed value's ``repr``: its ``_repr_summary`` methods and the helpers they
+  call (every function whose name ends in ``_summary``) describe a value, they do not
+  use it, so a field that only ``repr`` shows is reported.
 * Reads outside the reader roots: by default only the package reads; a test that
   reads a field does not make it live.
 
@@ -134,6 +137,8 @@ _CONSTRUCTION_METHODS = frozenset(
 )
 #: ``@field.validator`` / ``@field.default``: attrs calls these during construction.
 _CONSTRUCTION_DECORATORS = frozenset({"validator", "default"})
+#: Functions and methods named ``*_summary`` write a sealed value's ``repr``: not readers.
+_REPR_SUFFIX = "_summary"
 
 
 class CensusBuildError(Exception):
@@ -395,6 +400,8 @@ class _Reads:
     def visit(self, node: Node) -> None:
         """Credit the reads in ``node``, then visit what lies under it."""
         match node:
+            case FuncDef() if node.name.endswith(_REPR_SUFFIX):
+                return
             case FuncDef() if node.fullname in self.construction:
                 self._within(self.construction[node.fullname], _children(node))
                 return

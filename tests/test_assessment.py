@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from tests._evidence import banner, engine_init, log, one_line_capacity, probe_stub, real_log
-from vllm_evidence.assessment import assess, claim_established
+from vllm_evidence.assessment import CLAIMS, assess, claim_established
 from vllm_evidence.errors import InputError
 from vllm_evidence.output.assessment import assessment_document
 
@@ -30,7 +30,7 @@ def test_a_stub_probe_without_its_log_is_partly_established() -> None:
     with_log = assess(probe_stub(), real_log())
     assert claim_established(with_log, "parallel")
     with pytest.raises(ValueError, match="claim must be one of"):
-        claim_established(assessment, "weights")
+        claim_established(assessment, "weights")  # type: ignore[arg-type]  # untyped caller
 
 
 def test_the_last_launch_is_assessed_unless_one_is_named() -> None:
@@ -44,3 +44,18 @@ def test_the_last_launch_is_assessed_unless_one_is_named() -> None:
     )
     with pytest.raises(InputError, match=r"launch must be 0\.\.1, got 2"):
         assess(None, two, launch=2)
+
+
+def test_claims_are_the_literal_members_in_report_order() -> None:
+    from typing import get_args
+
+    from vllm_evidence import Claim
+
+    assert get_args(Claim) == CLAIMS
+    assert CLAIMS == (
+        "parallel",
+        "capacity",
+        "served_identity",
+        "health_coverage",
+        "front_door_join",
+    )

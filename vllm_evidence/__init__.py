@@ -18,10 +18,15 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from vllm_evidence.assessment import Assessment, assess
+    from vllm_evidence.assessment import Assessment, Claim, assess, claim_established
     from vllm_evidence.capture.directory import save
     from vllm_evidence.capture.http import probe, probe_sync
-    from vllm_evidence.errors import CaptureIntegrityError, EvidenceError, InputError
+    from vllm_evidence.errors import (
+        CaptureIntegrityError,
+        EvidenceError,
+        InputError,
+        SealedTypeError,
+    )
     from vllm_evidence.output.assessment import assessment_document
     from vllm_evidence.readback import historical_bundle, load, readback_from_batch
     from vllm_evidence.upstream import laws_for
@@ -29,12 +34,15 @@ if TYPE_CHECKING:
 __all__ = [
     "Assessment",
     "CaptureIntegrityError",
+    "Claim",
     "EvidenceError",
     "InputError",
     "LogReadFailure",
+    "SealedTypeError",
     "StartupLog",
     "assess",
     "assessment_document",
+    "claim_established",
     "historical_bundle",
     "laws_for",
     "load",
@@ -48,6 +56,8 @@ __all__ = [
 _LAZY: dict[str, str] = {
     "Assessment": "vllm_evidence.assessment",
     "assess": "vllm_evidence.assessment",
+    "Claim": "vllm_evidence.assessment",
+    "claim_established": "vllm_evidence.assessment",
     "assessment_document": "vllm_evidence.output.assessment",
     "load": "vllm_evidence.readback",
     "save": "vllm_evidence.capture.directory",
@@ -59,6 +69,7 @@ _LAZY: dict[str, str] = {
     "CaptureIntegrityError": "vllm_evidence.errors",
     "EvidenceError": "vllm_evidence.errors",
     "InputError": "vllm_evidence.errors",
+    "SealedTypeError": "vllm_evidence.errors",
     "historical_bundle": "vllm_evidence.readback",
     "readback_from_batch": "vllm_evidence.readback",
     "laws_for": "vllm_evidence.upstream",

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-#: The claims ``--require`` can name, in report order.
-CLAIMS: tuple[str, ...] = (
+from typing import Literal, TypeAlias, get_args
+
+__all__ = ["CLAIMS", "Claim"]
+
+#: A claim an assessment decides: ``claim_established(a, "paralel")`` is a mypy error.
+Claim: TypeAlias = Literal[
     "parallel",
     "capacity",
     "served_identity",
     "health_coverage",
     "front_door_join",
-)
+]
+
+#: The claims ``--require`` can name, in report order (the members of :data:`Claim`).
+CLAIMS: tuple[Claim, ...] = get_args(Claim)

@@ -1,6 +1,6 @@
 """The one sealing mechanism every evidence, readback and decision type uses.
 
-A sealed type is a ``@final`` ``@attrs.frozen(init=False)`` class that subclasses
+A sealed type is a ``@final`` ``@attrs.frozen(init=False, repr=False)`` class that subclasses
 :class:`Sealed` directly and is defined inside this package.  Its instances come only
 from the package's own parsers and decision functions, which mint them through a
 private minter made by :func:`minter`.
@@ -11,6 +11,11 @@ What the seal closes, and how:
   positional parameter, so ``mypy --strict`` rejects every call spelling, and at run
   time it raises :class:`TypeError` naming the public function to use.
 * ``attrs.evolve`` and ``copy.replace``: both call ``Cls(**changes)``, which raises.
+  ``mypy --strict`` rejects ``attrs.evolve(<sealed value>, …)`` too ("expected an attrs
+  class"): its attrs plugin types ``evolve`` from the ``__init__`` it finds, and because
+  :meth:`Sealed.__init__` is ``@final`` (a decorated method) the plugin does not take it
+  for an attrs initializer.  As a plain method, its nameless positional-only parameter
+  crashed the plugin with an INTERNAL ERROR.
 * ``copy.copy`` / ``copy.deepcopy``: sealed values are immutable, so a copy *is*
   the original (``__copy__`` returns ``self``); no new instance is made.
 * ``pickle``: by re-derivation only.  A class that can be rebuilt from raw evidence
@@ -28,26 +33,50 @@ What the seal closes, and how:
 * subclassing: ``@final`` for the type checker, and :meth:`Sealed.__init_subclass__`
   refuses any class that is not a direct subclass defined inside this package.
 
+Sealed values also read well: :meth:`Sealed.__repr__` is short and informative (the
+class, then its fields summarised — raw bytes by size and digest, long collections by
+their first items and length, long text cut, nested sealed values to a depth limit),
+and a class with better key figures overrides :meth:`Sealed._repr_summary`.  Every
+sealed class is declared ``@attrs.frozen(init=False, repr=False)`` so that attrs does
+not generate a ``__repr__`` over this one.
+
 Python cannot stop ``object.__new__`` plus ``object.__setattr__``; the seal is a
 guard against accidents and wrong provenance, not against an adversary.
 """
 
 from __future__ import annotations
 
+import datetime as dt
+import enum
+import hashlib
+import re
 import sys
-from collections.abc import Callable
-from typing import Any, ClassVar, Concatenate, Never, ParamSpec, Self, SupportsIndex, TypeVar
+from collections.abc import Callable, Collection, Mapping
+from decimal import Decimal
+from typing import (
+    Any,
+    ClassVar,
+    Concatenate,
+    Never,
+    ParamSpec,
+    Self,
+    SupportsIndex,
+    TypeVar,
+    cast,
+    final,
+)
 
-__all__ = ["Reduction", "Sealed", "SealedTypeError", "minter"]
+import attrs
+from packaging.version import Version
+
+from vllm_evidence.errors import SealedTypeError
+
+__all__ = ["Reduction", "Sealed", "SealedTypeError", "brief", "minter"]
 
 _PACKAGE = __name__.rpartition(".")[0]
 
 P = ParamSpec("P")
 T = TypeVar("T", bound="Sealed")
-
-
-class SealedTypeError(TypeError):
-    """A sealed type was constructed, copied into a new value, pickled or subclassed."""
 
 
 Reduction = tuple[Callable[..., T], tuple[object, ...]]
@@ -72,6 +101,10 @@ class Sealed:
     #: The public function(s) that produce instances, named in the error message.
     __public_constructor__: ClassVar[str] = "the vllm_evidence parsers and decisions"
 
+    # ``@final``: no sealed class defines its own ``__init__`` (attrs' is ``__attrs_init__``,
+    # reached only through a minter), and it keeps mypy's attrs plugin from reading this
+    # signature as the class's fields: see the module docstring on ``attrs.evolve``.
+    @final
     def __init__(self, _sealed: Never, /, *_args: Never, **_kwargs: Never) -> None:
         msg = (
             f"{type(self).__qualname__} has no public constructor; "
@@ -95,6 +128,14 @@ class Sealed:
         # any field on a bare instance.  Remove it: Sealed.__setstate__ refuses.
         if "__setstate__" in vars(cls):
             type.__delattr__(cls, "__setstate__")
+
+    def __repr__(self) -> str:
+        return _sealed_repr(self, REPR_DEPTH)
+
+    def _repr_summary(self) -> str | None:
+        """What goes between the parentheses of ``repr``, for a class with better key
+        figures than its fields; ``None`` (the default) summarises every field."""
+        return None
 
     def __copy__(self) -> Self:
         return self
@@ -166,3 +207,86 @@ def minter(cls: type[T], init: Callable[Concatenate[T, P], None]) -> Callable[P,
 
     mint.__qualname__ = f"mint_{cls.__qualname__}"
     return mint
+
+
+#: How many levels of nested sealed values ``repr`` opens before it writes ``Cls(…)``.
+REPR_DEPTH = 2
+#: How many items of a collection ``repr`` shows before ``…(N items)``.
+REPR_ITEMS = 3
+#: The longest text ``repr`` shows whole.
+REPR_TEXT = 60
+#: A SHA-256 in hex, shown by its first twelve digits.
+_HEX_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
+def _sealed_repr(value: Sealed, depth: int) -> str:
+    name = type(value).__qualname__
+    summary = value._repr_summary()
+    if summary is not None:
+        return f"{name}({summary})"
+    if depth <= 0:
+        return f"{name}(…)"
+    parts = []
+    # Every sealed class is an attrs class (tests/test_seal.py checks it).
+    for field in attrs.fields(cast("type[attrs.AttrsInstance]", type(value))):
+        item = getattr(value, field.name)
+        if item is not None:
+            parts.append(f"{field.name}={brief(item, depth - 1)}")
+    return f"{name}({', '.join(parts)})"
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()[:12]
+
+
+def brief(value: object, depth: int = 0) -> str:
+    """A short, bounded text for ``value`` inside a sealed value's ``repr``.
+
+    Bytes by size and digest (never inline), text cut at :data:`REPR_TEXT` characters,
+    collections by their first :data:`REPR_ITEMS` items and their length, enums by
+    member, versions, decimals and times by their text, a nested sealed value by its own
+    ``repr`` opened ``depth`` more levels.
+    """
+    if isinstance(value, Sealed):
+        if type(value).__repr__ is not Sealed.__repr__:
+            return repr(value)  # a class's own repr is already short
+        return _sealed_repr(value, depth)
+    if isinstance(value, bytes | bytearray):
+        return f"<{len(value):,} bytes sha256:{_digest(bytes(value))}…>"
+    if isinstance(value, str):
+        if _HEX_DIGEST.fullmatch(value):
+            return f"'{value[:12]}…'"
+        if len(value) <= REPR_TEXT:
+            return repr(value)
+        return f"{value[: REPR_TEXT - 1]!r}…({len(value):,} chars)"
+    if isinstance(value, enum.Enum):
+        return f"{type(value).__name__}.{value.name}"
+    if isinstance(value, Version | Decimal):
+        return str(value)
+    if isinstance(value, dt.datetime):
+        return value.isoformat()
+    if isinstance(value, bool | int | float) or value is None:
+        return repr(value)
+    if isinstance(value, Mapping):
+        return f"<{type(value).__name__} of {len(value):,}>"
+    if isinstance(value, tuple | list | frozenset | set):
+        return _brief_collection(value, depth)
+    text = repr(value)  # a measure (``TokenCount(value=2048)``) or another small value
+    return text if len(text) <= REPR_TEXT else f"<{type(value).__name__}>"
+
+
+def _brief_collection(value: Collection[object], depth: int) -> str:
+    items: list[object] = list(value)
+    if isinstance(value, frozenset | set):
+        items.sort(key=repr)  # a stable order
+    count = len(items)
+    if count and depth < 0:
+        return f"<{type(value).__name__} of {count:,}>"
+    shown = [brief(item, depth - 1) for item in items[:REPR_ITEMS]]
+    if count > REPR_ITEMS:
+        shown.append(f"…({count:,} items)")
+    if isinstance(value, tuple):
+        return f"({shown[0]},)" if count == 1 else f"({', '.join(shown)})"
+    if isinstance(value, list):
+        return f"[{', '.join(shown)}]"
+    return f"{{{', '.join(shown)}}}" if shown else f"{type(value).__name__}()"

@@ -1,25 +1,35 @@
-"""One server's decisions together.
+"""One server's decisions together, and their plain-text report.
 
 :func:`assess` runs every decision over one server's evidence — a front-door readback
 and/or one launch of its startup log — and returns a sealed :class:`Assessment`.
 Its JSON document is :func:`vllm_evidence.output.assessment.assessment_document`
-(schema ``vllm-evidence.assessment/1``) and its text report
-:func:`vllm_evidence.output.report.render_report`.
+(schema ``vllm-evidence.assessment/1``).  Its text report, :func:`render_report`, is
+``str(assessment)`` and what the CLI prints without a terminal; it lives here rather
+than in :mod:`vllm_evidence.output` so that ``Assessment.__str__`` can use it without
+importing upward (:mod:`vllm_evidence.output.report` re-exports it).
+
+The report says, for each decision, its verdict and reason, why (the decision's
+``detail``), what would move it (``remedy``), and the first law it used with the
+releases that law was read for; then where the evidence came from.  The JSON document
+and this report read the same typed decisions; neither is derived from the other.
 """
 
 from __future__ import annotations
 
-from typing import final
+from collections.abc import Sequence
+from typing import Any, final
 
 import attrs
 from packaging.version import Version
 
-from vllm_evidence._claims import CLAIMS
+from vllm_evidence._claims import CLAIMS, Claim
 from vllm_evidence._seal import Reduction, Sealed, minter
+from vllm_evidence.adapters import outcome as arms
 from vllm_evidence.adapters.startup_log import Launch, StartupLog
 from vllm_evidence.decisions import (
     CapacityDecision,
     CapacityEstablished,
+    CapacityReported,
     FrontDoorJoinDecision,
     HealthCoverageDecision,
     HealthCoverageEstablished,
@@ -36,17 +46,27 @@ from vllm_evidence.decisions import (
 )
 from vllm_evidence.errors import EvidenceMismatchError, InputError
 from vllm_evidence.readback.evidence import Evidence, FrontDoor, gather
+from vllm_evidence.readback.front_door import CapturedReadback, HistoricalBundle
+from vllm_evidence.upstream.laws import Law, LawNotEstablished
 
 __all__ = [
     "CLAIMS",
+    "TITLES",
     "Assessment",
+    "Claim",
+    "ReportRow",
     "assess",
     "claim_established",
+    "observation_lines",
+    "render_report",
+    "report_rows",
+    "title",
+    "verdict",
 ]
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class Assessment(Sealed):
     """Every decision for one server, with the evidence they were made from."""
 
@@ -64,6 +84,10 @@ class Assessment(Sealed):
     def version(self) -> Version | None:
         """The self-reported version: ``/version``, else the launch's banner."""
         return self.evidence.front_door_version() or self.evidence.launch_version()
+
+    def __str__(self) -> str:
+        """The plain-text report: :func:`render_report` (``vllm-evidence explain``'s text)."""
+        return render_report(self)
 
     def __rederive__(self) -> Reduction[Assessment]:
         """Pickled as its raw evidence and its verdicts as a check: the front door (its
@@ -156,8 +180,15 @@ def assess(
     )
 
 
-def claim_established(assessment: Assessment, claim: str) -> bool:
-    """Whether the named claim (one of :data:`CLAIMS`) is established."""
+def claim_established(assessment: Assessment, claim: Claim) -> bool:
+    """Whether the named claim (one of :data:`CLAIMS`) is established.
+
+    ``claim`` is typed :data:`Claim`, so a misspelt name is a type error; at run time an
+    unknown name (from untyped code) raises :class:`ValueError` naming the claims.
+    """
+    if claim not in CLAIMS:
+        msg = f"claim must be one of {', '.join(CLAIMS)}, got {claim!r}"
+        raise ValueError(msg)
     match claim:
         case "parallel":
             return isinstance(assessment.parallel, ParallelEstablished)
@@ -169,6 +200,186 @@ def claim_established(assessment: Assessment, claim: str) -> bool:
             return isinstance(assessment.health_coverage, HealthCoverageEstablished)
         case "front_door_join":
             return isinstance(assessment.front_door_join, JoinedIncarnation)
-        case _:
-            msg = f"claim must be one of {', '.join(CLAIMS)}, got {claim!r}"
-            raise ValueError(msg)
+
+
+# -- the plain-text report ---------------------------------------------------------------
+
+Decision = (
+    ParallelDecision
+    | CapacityDecision
+    | ServedIdentityDecision
+    | HealthCoverageDecision
+    | FrontDoorJoinDecision
+)
+
+#: Each claim's title in the report, in report order.
+TITLES: tuple[tuple[Claim, str], ...] = (
+    ("parallel", "parallel realization"),
+    ("capacity", "KV-cache capacity"),
+    ("served_identity", "served identity"),
+    ("health_coverage", "/health coverage"),
+    ("front_door_join", "front-door join"),
+)
+
+_ESTABLISHED = (
+    ParallelEstablished,
+    CapacityEstablished,
+    ServedIdentityEstablished,
+    HealthCoverageEstablished,
+    JoinedIncarnation,
+)
+
+
+def verdict(decision: object) -> str:
+    """``established``, ``reported`` or ``refused``: the arm of any decision."""
+    if isinstance(decision, CapacityReported):
+        return "reported"
+    return "established" if isinstance(decision, _ESTABLISHED) else "refused"
+
+
+@attrs.frozen
+class ReportRow:
+    """One decision's line in the report."""
+
+    title: str
+    verdict: str
+    """``established``, ``reported`` or ``refused``."""
+    reason: str
+    why: tuple[str, ...]
+    """The detail, then ``→ to move it: …`` and ``law …`` lines where they apply."""
+
+
+def _decisions(assessment: Assessment) -> dict[Claim, Decision]:
+    return {
+        "parallel": assessment.parallel,
+        "capacity": assessment.capacity,
+        "served_identity": assessment.served_identity,
+        "health_coverage": assessment.health_coverage,
+        "front_door_join": assessment.front_door_join,
+    }
+
+
+def _remedy(decision: Decision) -> str | None:
+    remedy = getattr(decision, "remedy", None)
+    return remedy if isinstance(remedy, str) else None
+
+
+def _first_law(decision: Decision) -> Law | LawNotEstablished | None:
+    laws = getattr(decision, "laws", None)
+    if isinstance(laws, Sequence):
+        return laws[0] if laws else None
+    law = getattr(decision, "law", None)
+    return law if isinstance(law, Law | LawNotEstablished) else None
+
+
+def _law_line(law: Law | LawNotEstablished) -> str:
+    if isinstance(law, LawNotEstablished):
+        scope = "not established for this release"
+    else:
+        scope = f"{law.span.first} .. {law.span.last}"
+    return f"law {law.question.key} (read for {scope})"
+
+
+def report_rows(assessment: Assessment) -> list[ReportRow]:
+    """The five decisions, in report order."""
+    decisions = _decisions(assessment)
+    rows = []
+    for key, name in TITLES:
+        decision = decisions[key]
+        why = [decision.detail]
+        remedy = _remedy(decision)
+        if remedy and remedy != "none":
+            why.append(f"→ to move it: {remedy}")
+        law = _first_law(decision)
+        if law is not None:
+            why.append(_law_line(law))
+        rows.append(ReportRow(name, verdict(decision), decision.reason.value, tuple(why)))
+    return rows
+
+
+def title(assessment: Assessment, target: str | None) -> str:
+    """``<target>: vLLM <version>``."""
+    version = assessment.version
+    head = f"vLLM {version if version is not None else '(version unobserved)'}"
+    return f"{target}: {head}" if target else head
+
+
+def _arm_text(outcome: arms.Outcome[Any]) -> tuple[str, tuple[tuple[str, object], ...]]:
+    """An outcome arm's name and its fields, as the JSON document's route section names them."""
+    match outcome:
+        case arms.Parsed():
+            return "parsed", ()
+        case arms.NotFound():
+            return "not_found", ()
+        case arms.Unauthorized(status=status):
+            return "unauthorized", (("status", status),)
+        case arms.Unparsed(failure=failure):
+            return "unparsed", (("reason", failure.reason),)
+        case arms.HttpError(status=status):
+            return "http_error", (("status", status),)
+        case arms.Redirected(status=status, location=location):
+            return "redirected", (("status", status), ("location", location))
+        case arms.TimedOut(detail=detail):
+            return "timed_out", (("detail", detail),)
+        case arms.Unreachable(detail=detail):
+            return "unreachable", (("detail", detail),)
+        case arms.TooLarge(limit=limit):
+            return "too_large", (("limit_bytes", limit),)
+        case arms.NotRequested():
+            return "not_requested", ()
+
+
+def _route_arms(readback: CapturedReadback | HistoricalBundle) -> dict[str, arms.Outcome[Any]]:
+    return {
+        "version": readback.version,
+        "v1_models": readback.models,
+        "metrics": readback.metrics,
+        "health": readback.health,
+        "server_info": readback.server_info,
+        "server_info__config_format_json": readback.server_info_json,
+        "get_world_size": readback.world_size,
+    }
+
+
+def observation_lines(assessment: Assessment) -> list[str]:
+    """Where the evidence came from: the batch's requests, each route's arm, the log."""
+    lines: list[str] = []
+    evidence = assessment.evidence
+    front = evidence.front_door
+    if front is not None:
+        if isinstance(front, CapturedReadback):
+            batch = front.batch
+            lines.append(f"front door {batch.target} (batch {batch.batch_id[:12]})")
+            for e in batch.all_exchanges():
+                digest = (e.body_sha256 or "-")[:12]
+                elapsed = (e.ended_monotonic_ns - e.started_monotonic_ns) // 1_000_000
+                lines.append(
+                    f"  {e.route.stem:<33} {e.role.value:<13} status {e.status!s:<5} "
+                    f"{elapsed:>5} ms  sha256 {digest}  at {e.started_at.isoformat()}"
+                )
+        else:
+            lines.append("front door: bodies supplied by a caller (no bracketed batch)")
+        for stem, outcome in _route_arms(front).items():
+            name, fields = _arm_text(outcome)
+            extra = ", ".join(f"{k}={v}" for k, v in fields)
+            lines.append(f"  {stem:<33} {name}" + (f" ({extra})" if extra else ""))
+    log = assessment.startup_log
+    if log is not None:
+        assessed = None if evidence.launch is None else evidence.launch.index
+        lines.append(
+            f"startup log {log.source or '(stream)'}: {len(log.launches)} launch(es), "
+            f"sha256 {log.sha256[:12]}, assessed launch {assessed}"
+        )
+    return lines
+
+
+def render_report(assessment: Assessment, *, target: str | None = None) -> str:
+    """The plain-text report: ``str(assessment)``, and what ``vllm-evidence probe`` prints
+    without a terminal (with ``target``, the server it read, in the title)."""
+    out = [title(assessment, target)]
+    for row in report_rows(assessment):
+        out.append(f"  {row.title:<22} {row.verdict.upper():<12} {row.reason}")
+        out.extend(f"  {'':<22} {part}" for part in row.why)
+    out.append("observations:")
+    out.extend(f"  {line}" for line in observation_lines(assessment))
+    return "\n".join(out) + "\n"

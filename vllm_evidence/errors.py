@@ -5,25 +5,37 @@ values, never raised.  Exceptions are for inputs that cannot be read at all and 
 programmer errors::
 
     EvidenceError
-    ├── InputError            unreadable input: a missing file, a directory where a file
-    │                          was expected, a malformed URL, a binary blob
+    ├── InputError (also a ValueError)   unreadable input: a missing file, a directory
+    │                          where a file was expected, a malformed URL, a binary blob
     │   └── CaptureIntegrityError   a saved capture whose bytes no longer match its manifest
     │       └── EvidenceMismatchError (also a ValueError)   a serialized assessment whose
     │                                    evidence does not reproduce its digests or verdicts
-    └── SealedTypeError (also a TypeError)   see vllm_evidence._seal
+    └── SealedTypeError (also a TypeError)   a sealed type constructed, copied into a new
+                                             value, pickled or subclassed; see
+                                             vllm_evidence._seal
 """
 
 from __future__ import annotations
 
-__all__ = ["CaptureIntegrityError", "EvidenceError", "EvidenceMismatchError", "InputError"]
+__all__ = [
+    "CaptureIntegrityError",
+    "EvidenceError",
+    "EvidenceMismatchError",
+    "InputError",
+    "SealedTypeError",
+]
 
 
 class EvidenceError(Exception):
     """Root of the exceptions this package raises on purpose."""
 
 
-class InputError(EvidenceError):
-    """Input that cannot be read as evidence at all.  ``str()`` is one line for a person."""
+class InputError(EvidenceError, ValueError):
+    """Input that cannot be read as evidence at all.  ``str()`` is one line for a person.
+
+    Also a :class:`ValueError`, so code that guards a call with ``except ValueError``
+    (the conventional "bad argument value") catches it.
+    """
 
 
 class CaptureIntegrityError(InputError):
@@ -38,3 +50,7 @@ class EvidenceMismatchError(CaptureIntegrityError, ValueError):
     changed, or the decisions re-run over the bytes do not reproduce the stored verdicts.
     Nothing is returned: a stored decision is never trusted.
     """
+
+
+class SealedTypeError(EvidenceError, TypeError):
+    """A sealed type was constructed, copied into a new value, pickled or subclassed."""

@@ -68,7 +68,7 @@ class ParseFailureReason(enum.Enum):
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class MeasureParseFailure(Sealed):
     """Wire text that did not parse as the measure it was read as."""
 

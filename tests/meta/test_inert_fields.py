@@ -97,7 +97,9 @@ def test_construction_and_generic_dumps_do_not_make_a_field_live(program: Progra
         f"{module}.Checked.ceiling",  # read only by another field's @validator method
         f"{module}.Checked.dumped",  # read only by attrs.asdict
         f"{module}.Checked.floor",  # read only by a validator named in a field definition
+        f"{module}.Checked.shown",  # read only by the repr's _repr_summary
         f"{module}.Checked.step",  # read by nothing (its validator gets the raw value)
+        f"{module}.Checked.tagged",  # read only by a *_summary repr helper
     ]
     # summary is read by __attrs_post_init__ (construction) and by render(): live.
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from vllm_evidence._cli._output import emit_json, styled
 
 if TYPE_CHECKING:
+    from vllm_evidence._claims import Claim
     from vllm_evidence.assessment import Assessment
 
 __all__ = [
@@ -37,7 +38,7 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def check_requirements(assessments: Sequence[Assessment], required: Sequence[str]) -> int:
+def check_requirements(assessments: Sequence[Assessment], required: Sequence[Claim]) -> int:
     """0 when every required claim is established for every server, else 3."""
     from vllm_evidence.assessment import claim_established
 

@@ -13,7 +13,7 @@ __all__ = ["BodyParseFailure"]
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class BodyParseFailure(Sealed):
     """A body that answered but did not parse as what its route yields.
 

@@ -12,7 +12,7 @@ __all__ = ["HealthAnswer", "parse_health"]
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class HealthAnswer(Sealed):
     """The status ``/health`` answered with; its body carries nothing (empty on 200)."""
 

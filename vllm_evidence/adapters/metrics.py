@@ -211,7 +211,7 @@ def scan_metrics(text: str) -> tuple[list[ScannedSample], frozenset[str]]:
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class CacheConfigSeries(Sealed):
     """One ``vllm:cache_config_info`` series: every label, as served, and its value.
 
@@ -247,7 +247,7 @@ _mint_series = minter(CacheConfigSeries, CacheConfigSeries.__attrs_init__)
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class ProcessStartTime(Sealed):
     """``process_start_time_seconds``: the answering API-server process's start, exact.
 
@@ -265,7 +265,7 @@ _mint_start = minter(ProcessStartTime, ProcessStartTime.__attrs_init__)
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class MetricsObservation(Sealed):
     """What one ``/metrics`` body says about the things this package reads."""
 

@@ -16,7 +16,7 @@ __all__ = ["ModelCard", "ServedModels", "parse_models"]
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class ModelCard(Sealed):
     """One entry of ``/v1/models``.
 
@@ -41,7 +41,7 @@ _mint_card = minter(ModelCard, ModelCard.__attrs_init__)
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class ServedModels(Sealed):
     """The cards of one ``/v1/models`` answer, in served order."""
 

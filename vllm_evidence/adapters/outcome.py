@@ -40,7 +40,7 @@ ObsT = TypeVar("ObsT")
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class Parsed(Sealed, Generic[ObsT]):
     """The route answered 200 and its adapter read the body: the only arm with knowledge."""
 
@@ -52,7 +52,7 @@ class Parsed(Sealed, Generic[ObsT]):
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class NotFound(Sealed):
     """404: the route is not registered (e.g. development mode off)."""
 
@@ -63,7 +63,7 @@ class NotFound(Sealed):
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class Unauthorized(Sealed):
     """401 or 403: the route wants credentials this probe did not have."""
 
@@ -75,7 +75,7 @@ class Unauthorized(Sealed):
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class Unparsed(Sealed):
     """200, but the body is not what the route yields: answered is not knowledge."""
 
@@ -87,7 +87,7 @@ class Unparsed(Sealed):
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class HttpError(Sealed):
     """Any other status (4xx, 5xx, or a 2xx other than 200)."""
 
@@ -99,7 +99,7 @@ class HttpError(Sealed):
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class Redirected(Sealed):
     """A 3xx.  Redirects are not followed: where it pointed is recorded, not read."""
 
@@ -112,7 +112,7 @@ class Redirected(Sealed):
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class TimedOut(Sealed):
     """No complete answer within the per-request timeout or the batch deadline."""
 
@@ -124,7 +124,7 @@ class TimedOut(Sealed):
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class Unreachable(Sealed):
     """No answer at all (connection refused or reset, TLS failure, protocol error)."""
 
@@ -136,7 +136,7 @@ class Unreachable(Sealed):
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class TooLarge(Sealed):
     """The body passed the size cap; nothing of it was kept."""
 
@@ -148,7 +148,7 @@ class TooLarge(Sealed):
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class NotRequested(Sealed):
     """The route was not part of the read (development routes not asked for, or no body)."""
 

@@ -38,7 +38,7 @@ class ServerInfoForm(enum.Enum):
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class ParallelConfiguration(Sealed):
     """Resolved parallel sizes.  ``None`` means the form did not carry the field.
 
@@ -65,7 +65,7 @@ _mint_parallel = minter(ParallelConfiguration, ParallelConfiguration.__attrs_ini
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class ServerInfo(Sealed):
     """One parsed ``/server_info`` answer."""
 

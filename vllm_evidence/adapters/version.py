@@ -16,7 +16,7 @@ __all__ = ["SelfReportedVersion", "parse_version"]
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class SelfReportedVersion(Sealed):
     """What ``/version`` says: good for scoping version-sensitive laws, not for proof."""
 

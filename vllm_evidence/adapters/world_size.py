@@ -21,7 +21,7 @@ __all__ = ["WorldSizeProduct", "parse_world_size"]
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class WorldSizeProduct(Sealed):
     """The product of parallel sizes the frontend reports.  It narrows, never decides."""
 

@@ -17,7 +17,7 @@ from typing import final
 
 import attrs
 
-from vllm_evidence._seal import Reduction, Sealed, minter
+from vllm_evidence._seal import Reduction, Sealed, brief, minter
 from vllm_evidence.errors import EvidenceMismatchError, InputError
 from vllm_evidence.upstream.routes import Route
 
@@ -65,7 +65,7 @@ class ExchangeRole(enum.Enum):
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class Exchange(Sealed):
     """One GET to one route, as it happened.  The API key is never part of it."""
 
@@ -117,6 +117,20 @@ class Exchange(Sealed):
             if key == lowered:
                 return value
         return None
+
+    def _repr_summary(self) -> str:
+        head = f"{self.route.method} {self.route.target}"
+        if self.role is not ExchangeRole.ROUTE:
+            head += f" ({self.role.value})"
+        if self.status is not None:
+            head += f" {self.status}"
+        if self.transport is not Transport.ANSWERED:
+            head += f" {self.transport.value}"
+        if self.body is None or self.body_sha256 is None:
+            tail = "no body"
+        else:
+            tail = f"{len(self.body):,} bytes sha256:{self.body_sha256[:12]}…"
+        return f"{head}, {tail}" + (f", {brief(self.detail)}" if self.detail else "")
 
 
 _mint_exchange_fields = minter(Exchange, Exchange.__attrs_init__)
@@ -205,7 +219,7 @@ def _rederive_exchange(  # one parameter per raw field
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class CaptureBatch(Sealed):
     """One bracketed batch of GETs to one front door, kept as raw evidence."""
 
@@ -242,6 +256,12 @@ class CaptureBatch(Sealed):
             if item.route is route:
                 return item
         return None
+
+    def _repr_summary(self) -> str:
+        return (
+            f"batch={self.batch_id[:12]}, target={self.target!r}, "
+            f"{len(self.all_exchanges())} exchanges"
+        )
 
 
 _mint_batch = minter(CaptureBatch, CaptureBatch.__attrs_init__)

@@ -149,11 +149,17 @@ def _exchange(directory: Path, entry: Any, index: int) -> Exchange:
     if route is None or not route.probe_readable:
         msg = f"{where}: unknown route"
         raise InputError(msg)
+    # Fields are read outside each ``try``: an InputError is also a ValueError, and
+    # ``_field``'s message must not be rewrapped.
+    role_text = _field(entry, "role", str, where)
+    transport_text = _field(entry, "transport", str, where)
+    started_text = _field(entry, "started_at", str, where)
+    ended_text = _field(entry, "ended_at", str, where)
     try:
-        role = ExchangeRole(_field(entry, "role", str, where))
-        transport = Transport(_field(entry, "transport", str, where))
-        started_at = datetime.fromisoformat(_field(entry, "started_at", str, where))
-        ended_at = datetime.fromisoformat(_field(entry, "ended_at", str, where))
+        role = ExchangeRole(role_text)
+        transport = Transport(transport_text)
+        started_at = datetime.fromisoformat(started_text)
+        ended_at = datetime.fromisoformat(ended_text)
     except ValueError as exc:
         msg = f"{where}: malformed role, transport or timestamp"
         raise InputError(msg) from exc
@@ -192,6 +198,10 @@ def _exchange(directory: Path, entry: Any, index: int) -> Exchange:
                 "the capture was altered and nothing is derived from it"
             )
             raise CaptureIntegrityError(msg)
+    size_limit = _field(entry, "size_limit", int, where)
+    started_ns = _field(entry, "started_monotonic_ns", int, where)
+    ended_ns = _field(entry, "ended_monotonic_ns", int, where)
+    detail = _field(entry, "detail", str, where)
     try:
         return _new_exchange(
             route=route,
@@ -200,12 +210,12 @@ def _exchange(directory: Path, entry: Any, index: int) -> Exchange:
             status=status,
             headers=tuple(headers),
             body=body,
-            size_limit=_field(entry, "size_limit", int, where),
-            started_monotonic_ns=_field(entry, "started_monotonic_ns", int, where),
-            ended_monotonic_ns=_field(entry, "ended_monotonic_ns", int, where),
+            size_limit=size_limit,
+            started_monotonic_ns=started_ns,
+            ended_monotonic_ns=ended_ns,
             started_at=started_at,
             ended_at=ended_at,
-            detail=_field(entry, "detail", str, where),
+            detail=detail,
         )
     except ValueError as exc:
         msg = f"{where}: {exc}"
@@ -232,11 +242,13 @@ def _read_manifest(directory: Path) -> CaptureBatch:
         raise InputError(msg)
     from vllm_evidence.capture.http import clean_target
 
+    batch_id = _field(manifest, "batch_id", str, where)
+    # A hand-edited manifest may carry credentials: never keep or print them.
+    target = clean_target(_field(manifest, "target", str, where))
     try:
         batch = _new_batch(
-            batch_id=_field(manifest, "batch_id", str, where),
-            # A hand-edited manifest may carry credentials: never keep or print them.
-            target=clean_target(_field(manifest, "target", str, where)),
+            batch_id=batch_id,
+            target=target,
             bracket_open=opening[0],
             exchanges=middle,
             bracket_close=closing[0],

@@ -97,7 +97,7 @@ class LogReadFailureReason(enum.Enum):
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class LogReadFailure(Sealed):
     """A source that is not a readable text log."""
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import enum
+from collections.abc import Iterable
+
 from packaging.version import Version
 
+from vllm_evidence._seal import brief
 from vllm_evidence.upstream import ReleaseLaws, VersionNotEstablished, laws_for
 
-__all__ = ["RESTARTED", "RESTARTED_REMEDY", "scope"]
+__all__ = ["RESTARTED", "RESTARTED_REMEDY", "rank_ranges", "refusal_summary", "scope"]
 
 #: The detail of a front-door fact that cannot be scoped because the server restarted.
 RESTARTED = (
@@ -19,3 +23,19 @@ RESTARTED_REMEDY = "probe again once the server is up"
 def scope(version: Version | None) -> ReleaseLaws | VersionNotEstablished | None:
     """The laws for a version, ``None`` when the version is unobserved."""
     return None if version is None else laws_for(version)
+
+
+def refusal_summary(reason: enum.Enum, detail: str, *figures: str) -> str:
+    """A refusal arm's ``repr`` inside: its reason, key figures, then the detail, cut."""
+    return ", ".join((reason.value, *figures, brief(detail)))
+
+
+def rank_ranges(ranks: Iterable[int]) -> str:
+    """``0-3,6`` for ranks 0, 1, 2, 3, 6 (sorted, deduplicated)."""
+    runs: list[list[int]] = []
+    for rank in sorted(set(ranks)):
+        if runs and rank == runs[-1][1] + 1:
+            runs[-1][1] = rank
+        else:
+            runs.append([rank, rank])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)

@@ -29,7 +29,12 @@ from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.adapters.metrics import MetricsObservation
 from vllm_evidence.adapters.outcome import NotRequested
 from vllm_evidence.adapters.startup_log import CapacityFormat, Launch, ProcessTag
-from vllm_evidence.decisions._common import RESTARTED, RESTARTED_REMEDY, scope
+from vllm_evidence.decisions._common import (
+    RESTARTED,
+    RESTARTED_REMEDY,
+    refusal_summary,
+    scope,
+)
 from vllm_evidence.measure import BlockCount, Concurrency, MeasureParseFailure, TokenCount
 from vllm_evidence.readback.evidence import (
     Evidence,
@@ -77,7 +82,7 @@ class CapacityReason(enum.Enum):
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class EngineCapacity(Sealed):
     """One DP engine's token capacity from one source."""
 
@@ -91,12 +96,15 @@ class EngineCapacity(Sealed):
     source_kind: CapacitySource
     source: Source
 
+    def _repr_summary(self) -> str:
+        return f"engine {self.engine}: {self.tokens}, {self.source_kind.value}"
+
 
 _mint_engine = minter(EngineCapacity, EngineCapacity.__attrs_init__)
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class CapacityEstablished(Sealed):
     """Authoritative token capacity per DP engine."""
 
@@ -119,9 +127,12 @@ class CapacityEstablished(Sealed):
         agree = " — the log and the label agree" if self.corroborated_by else ""
         return f"{parts}{agree}"
 
+    def _repr_summary(self) -> str:
+        return _engines_summary(self.engines)
+
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class CapacityReported(Sealed):
     """A token figure the release prints, but which is not an authoritative capacity."""
 
@@ -133,9 +144,12 @@ class CapacityReported(Sealed):
     engines: tuple[EngineCapacity, ...]
     laws: tuple[CapacityLaw, ...]
 
+    def _repr_summary(self) -> str:
+        return refusal_summary(self.reason, self.detail, _engines_summary(self.engines))
+
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class CapacityRefused(Sealed):
     """Capacity is not established, and the earliest missing piece."""
 
@@ -147,6 +161,10 @@ class CapacityRefused(Sealed):
     engines: tuple[EngineCapacity, ...]
     """Figures seen but not accepted (e.g. both sides of a disagreement)."""
     laws: tuple[CapacityLaw | LawNotEstablished, ...]
+
+    def _repr_summary(self) -> str:
+        figures = [_engines_summary(self.engines)] if self.engines else []
+        return refusal_summary(self.reason, self.detail, *figures)
 
 
 CapacityDecision: TypeAlias = CapacityEstablished | CapacityReported | CapacityRefused
@@ -488,3 +506,10 @@ def decide_capacity(evidence: Evidence) -> CapacityDecision:
         engines=(),
         laws=tuple(seen_laws),
     )
+
+
+def _engines_summary(engines: Sequence[EngineCapacity]) -> str:
+    """``engine 0: 4,194,304 tokens`` for each engine (the first three, then a count)."""
+    shown = [f"engine {e.engine}: {e.tokens}" for e in engines[:3]]
+    more = [f"…({len(engines)} engines)"] if len(engines) > 3 else []
+    return "; ".join(shown + more) if engines else "no engines"

@@ -17,7 +17,7 @@ import attrs
 
 from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.adapters.health import HealthAnswer
-from vllm_evidence.decisions._common import RESTARTED, RESTARTED_REMEDY, scope
+from vllm_evidence.decisions._common import RESTARTED, RESTARTED_REMEDY, refusal_summary, scope
 from vllm_evidence.readback.evidence import Evidence, Source, log_source, parsed
 from vllm_evidence.upstream import (
     ExecutorBackend,
@@ -50,7 +50,7 @@ class HealthReason(enum.Enum):
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class HealthCoverageEstablished(Sealed):
     """What a 200 covers, by the law for this release and backend."""
 
@@ -74,9 +74,13 @@ class HealthCoverageEstablished(Sealed):
         """One line for a person."""
         return f"executor {self.backend.value!r} ({self.backend_source}): {self.law.statement}"
 
+    def _repr_summary(self) -> str:
+        status = "" if self.health_status is None else f", /health {self.health_status}"
+        return f"{self.backend.value}: {self.coverage.value}{status}"
+
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class HealthCoverageRefused(Sealed):
     """What a 200 covers is not established, and why."""
 
@@ -90,6 +94,10 @@ class HealthCoverageRefused(Sealed):
     backend_source: Source | None
     health_status: int | None
     law: HealthLaw | LawNotEstablished | None
+
+    def _repr_summary(self) -> str:
+        figures = [] if self.backend is None else [f"backend {self.backend}"]
+        return refusal_summary(self.reason, self.detail, *figures)
 
 
 HealthCoverageDecision: TypeAlias = HealthCoverageEstablished | HealthCoverageRefused

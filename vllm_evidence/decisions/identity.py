@@ -20,7 +20,7 @@ from typing import TypeAlias, final
 import attrs
 
 from vllm_evidence._seal import Sealed, minter
-from vllm_evidence.decisions._common import RESTARTED, RESTARTED_REMEDY, scope
+from vllm_evidence.decisions._common import RESTARTED, RESTARTED_REMEDY, refusal_summary, scope
 from vllm_evidence.readback.evidence import Evidence, Source, arm_name, log_source, route_source
 from vllm_evidence.upstream import LawNotEstablished, ModelCardLaw, ReleaseLaws
 
@@ -57,7 +57,7 @@ class IdentityReason(enum.Enum):
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class ServedName(Sealed):
     """One served id and how it relates to its configured path."""
 
@@ -68,12 +68,16 @@ class ServedName(Sealed):
     derivation: Derivation | None
     """``None`` when the configured path is unobserved."""
 
+    def _repr_summary(self) -> str:
+        how = "" if self.derivation is None else f" ({self.derivation.value})"
+        return f"{self.served_id!r}{how}"
+
 
 _mint_name = minter(ServedName, ServedName.__attrs_init__)
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class ServedIdentityEstablished(Sealed):
     """Every served id is derivable from the configured path.
 
@@ -101,9 +105,12 @@ class ServedIdentityEstablished(Sealed):
             "that is configuration intent, not proof of the weights' bytes"
         )
 
+    def _repr_summary(self) -> str:
+        return f"{_names_summary(self.names)} from {self.configured_path!r}"
+
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class ServedIdentityRefused(Sealed):
     """The served ids are not established as the artifact's identity, and why."""
 
@@ -116,6 +123,10 @@ class ServedIdentityRefused(Sealed):
     configured_path: str | None
     source: Source | None
     law: ModelCardLaw | LawNotEstablished | None
+
+    def _repr_summary(self) -> str:
+        figures = [_names_summary(self.names)] if self.names else []
+        return refusal_summary(self.reason, self.detail, *figures)
 
 
 ServedIdentityDecision: TypeAlias = ServedIdentityEstablished | ServedIdentityRefused
@@ -249,3 +260,10 @@ def decide_served_identity(evidence: Evidence) -> ServedIdentityDecision:
             law,
         )
     return _mint_established(names=names, configured_path=configured, source=source, law=law)
+
+
+def _names_summary(names: tuple[ServedName, ...]) -> str:
+    """The served ids, quoted (the first three, then a count)."""
+    shown = [repr(n.served_id) for n in names[:3]]
+    more = [f"…({len(names)} names)"] if len(names) > 3 else []
+    return ", ".join(shown + more)

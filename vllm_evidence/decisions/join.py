@@ -18,7 +18,7 @@ import attrs
 
 from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.adapters.outcome import Parsed
-from vllm_evidence.decisions._common import scope
+from vllm_evidence.decisions._common import refusal_summary, scope
 from vllm_evidence.readback.evidence import Evidence
 from vllm_evidence.upstream import IncarnationMarkerLaw, LawNotEstablished, ReleaseLaws
 
@@ -43,7 +43,7 @@ class JoinReason(enum.Enum):
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class JoinedIncarnation(Sealed):
     """Both bracket reads carried the same process start time."""
 
@@ -65,9 +65,12 @@ class JoinedIncarnation(Sealed):
             f"both /metrics reads carried process_start_time_seconds {self.process_start_seconds}"
         )
 
+    def _repr_summary(self) -> str:
+        return f"process_start_time_seconds {self.process_start_seconds}"
+
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class JoinUnestablished(Sealed):
     """The observations are not established as one incarnation, and why."""
 
@@ -78,6 +81,9 @@ class JoinUnestablished(Sealed):
     remedy: str
     """What evidence would establish it."""
     law: IncarnationMarkerLaw | LawNotEstablished | None
+
+    def _repr_summary(self) -> str:
+        return refusal_summary(self.reason, self.detail)
 
 
 FrontDoorJoinDecision: TypeAlias = JoinedIncarnation | JoinUnestablished

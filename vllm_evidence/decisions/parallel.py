@@ -25,7 +25,13 @@ import attrs
 from vllm_evidence._bounds import MAX_WORLD_SIZE
 from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.adapters.startup_log import Launch, RankObservation
-from vllm_evidence.decisions._common import RESTARTED, RESTARTED_REMEDY, scope
+from vllm_evidence.decisions._common import (
+    RESTARTED,
+    RESTARTED_REMEDY,
+    rank_ranges,
+    refusal_summary,
+    scope,
+)
 from vllm_evidence.readback.evidence import Evidence, Source, log_source, parsed
 from vllm_evidence.upstream import (
     Law,
@@ -62,7 +68,7 @@ class ParallelReason(enum.Enum):
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class ResolvedParallel(Sealed):
     """Resolved parallel sizes from one source (stage 1)."""
 
@@ -100,12 +106,23 @@ class ResolvedParallel(Sealed):
         """
         return tuple(range(self.world_size))
 
+    def _repr_summary(self) -> str:
+        return f"{self._sizes_summary()}, from {self.source.where}"
+
+    def _sizes_summary(self) -> str:
+        """``TP=2 PP=1 DP=1`` (``PCP=…`` too, when it is not 1)."""
+        pcp = self.prefill_context_parallel_size
+        return (
+            f"TP={self.tensor_parallel_size} PP={self.pipeline_parallel_size} "
+            f"DP={self.data_parallel_size}" + (f" PCP={pcp}" if pcp != 1 else "")
+        )
+
 
 _mint_resolved = minter(ResolvedParallel, ResolvedParallel.__attrs_init__)
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class PresentRank(Sealed):
     """One expected rank, seen in a worker line of the launch."""
 
@@ -116,12 +133,16 @@ class PresentRank(Sealed):
     pid: int | None
     source: Source
 
+    def _repr_summary(self) -> str:
+        pid = "" if self.pid is None else f", pid {self.pid}"
+        return f"rank {self.rank}, DP rank {self.data_parallel_rank}{pid}, {self.source.where}"
+
 
 _mint_present = minter(PresentRank, PresentRank.__attrs_init__)
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class ParallelEstablished(Sealed):
     """The layout is realized: every derived rank is present in the same launch."""
 
@@ -149,9 +170,13 @@ class ParallelEstablished(Sealed):
             f"DP={c.data_parallel_size} from {c.source}; every expected rank present ({pids})"
         )
 
+    def _repr_summary(self) -> str:
+        ranks = rank_ranges(r.rank for r in self.ranks)
+        return f"{self.configuration._sizes_summary()}, ranks {ranks}"
+
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class ParallelRefused(Sealed):
     """The layout is not established as realized, and the earliest missing piece."""
 
@@ -168,6 +193,12 @@ class ParallelRefused(Sealed):
     world_size_product: int | None
     """``/get_world_size``, when read: it narrows, never decides."""
     law: Law | LawNotEstablished | None
+
+    def _repr_summary(self) -> str:
+        figures = [] if self.configuration is None else [self.configuration._sizes_summary()]
+        if self.missing_ranks:
+            figures.append(f"missing ranks {rank_ranges(self.missing_ranks)}")
+        return refusal_summary(self.reason, self.detail, *figures)
 
 
 ParallelDecision: TypeAlias = ParallelEstablished | ParallelRefused

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from vllm_evidence.assessment import Assessment
+from vllm_evidence.assessment import Assessment, verdict
 from vllm_evidence.decisions import (
     CapacityDecision,
     CapacityEstablished,
@@ -35,22 +35,6 @@ from vllm_evidence.upstream.laws import Law, LawNotEstablished
 __all__ = ["SCHEMA", "assessment_document", "verdict"]
 
 SCHEMA = "vllm-evidence.assessment/1"
-
-
-_ESTABLISHED = (
-    ParallelEstablished,
-    CapacityEstablished,
-    ServedIdentityEstablished,
-    HealthCoverageEstablished,
-    JoinedIncarnation,
-)
-
-
-def verdict(decision: object) -> str:
-    """``established``, ``reported`` or ``refused``: the arm of any decision."""
-    if isinstance(decision, CapacityReported):
-        return "reported"
-    return "established" if isinstance(decision, _ESTABLISHED) else "refused"
 
 
 def _laws_json(

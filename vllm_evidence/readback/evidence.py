@@ -54,7 +54,7 @@ class SourceKind(enum.Enum):
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class Source(Sealed):
     """Where a decision's evidence sits: a route, or a launch's line."""
 
@@ -70,6 +70,9 @@ class Source(Sealed):
     def as_json(self) -> dict[str, str]:
         """``{"kind": "front_door" | "startup_log", "where": …}``."""
         return {"kind": self.kind.value, "where": self.where}
+
+    def _repr_summary(self) -> str:
+        return f"{self.kind.value}: {self.where}"
 
 
 _mint_source = minter(Source, Source.__attrs_init__)
@@ -100,7 +103,7 @@ def arm_name(outcome: object) -> str:
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class Evidence(Sealed):
     """One server's evidence: a front-door readback and/or one launch of its log."""
 

@@ -54,7 +54,7 @@ __all__ = [
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class Bracket(Sealed):
     """The two ``/metrics`` reads that open and close one probe batch, as they ended.
 
@@ -95,7 +95,7 @@ def _metrics_outcome(exchange: Exchange) -> Outcome[MetricsObservation]:
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class CapturedReadback(Sealed):
     """What one bracketed probe batch observed, route by route."""
 
@@ -116,6 +116,9 @@ class CapturedReadback(Sealed):
     def __rederive__(self) -> Reduction[CapturedReadback]:
         """Pickled as its batch's raw exchanges; unpickling runs every adapter again."""
         return readback_from_batch, (self.batch,)
+
+    def _repr_summary(self) -> str:
+        return f"{self.batch!r}, {_arms_summary(self)}"
 
 
 _mint_captured = minter(CapturedReadback, CapturedReadback.__attrs_init__)
@@ -168,7 +171,7 @@ def readback_from_batch(batch: CaptureBatch) -> CapturedReadback:
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class HistoricalBundle(Sealed):
     """Bodies a caller supplied, parsed route by route.  Never joined."""
 
@@ -195,6 +198,9 @@ class HistoricalBundle(Sealed):
     def bracket(self) -> None:
         """Always ``None``: caller-assembled bodies carry no incarnation bracket."""
         return None
+
+    def _repr_summary(self) -> str:
+        return _arms_summary(self)
 
 
 _mint_historical = minter(HistoricalBundle, HistoricalBundle.__attrs_init__)
@@ -258,3 +264,17 @@ def _rederive_historical(
     """A bundle parsed again from its raw bodies and statuses (package-internal:
     unpickling and document loading)."""
     return historical_bundle(dict(bodies), statuses=dict(statuses))
+
+
+def _arms_summary(readback: CapturedReadback | HistoricalBundle) -> str:
+    """Each route's arm by class: ``version=Parsed, v1_models=NotFound, …``."""
+    arms = (
+        readback.version,
+        readback.models,
+        readback.metrics,
+        readback.health,
+        readback.server_info,
+        readback.server_info_json,
+        readback.world_size,
+    )
+    return ", ".join(f"{arm.route.stem}={type(arm).__name__}" for arm in arms)

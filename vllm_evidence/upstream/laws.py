@@ -16,7 +16,7 @@ from typing import TypeAlias, TypeVar, final
 import attrs
 from packaging.version import Version
 
-from vllm_evidence._seal import Sealed, minter
+from vllm_evidence._seal import Sealed, brief, minter
 from vllm_evidence.upstream.releases import KNOWN_SPAN, ReleaseSpan
 from vllm_evidence.upstream.routes import ParallelEvidenceKind, Route
 
@@ -158,7 +158,7 @@ class IncarnationMarker(enum.Enum):
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class Question(Sealed):
     """A question about vLLM's behaviour that a law answers."""
 
@@ -168,12 +168,15 @@ class Question(Sealed):
     """Stable identifier, e.g. ``"route./server_info"`` or ``"health.mp"``."""
     text: str
 
+    def _repr_summary(self) -> str:
+        return repr(self.key)
+
 
 _mint_question = minter(Question, Question.__attrs_init__)
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class RouteLaw(Sealed):
     """How a route is registered, and whether ``--api-key`` guards it."""
 
@@ -196,9 +199,12 @@ class RouteLaw(Sealed):
             f"{self.route.method} {self.route.target}: {self.gate.value.replace('_', ' ')}; {guard}"
         )
 
+    def _repr_summary(self) -> str:
+        return _law_summary(self)
+
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class ParallelEvidenceLaw(Sealed):
     """What a parallel-evidence route can establish about the parallel layout."""
 
@@ -213,9 +219,12 @@ class ParallelEvidenceLaw(Sealed):
     """Whether the answer includes the data-parallel size (``/server_info`` text: ≥0.10.2)."""
     statement: str
 
+    def _repr_summary(self) -> str:
+        return _law_summary(self)
+
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class CapacityLaw(Sealed):
     """How authoritative one capacity source is in a release."""
 
@@ -228,9 +237,12 @@ class CapacityLaw(Sealed):
     authority: CapacityAuthority
     statement: str
 
+    def _repr_summary(self) -> str:
+        return _law_summary(self)
+
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class CapacityLogFormatLaw(Sealed):
     """The shape of the V1 capacity line(s) in a release."""
 
@@ -242,9 +254,12 @@ class CapacityLogFormatLaw(Sealed):
     format: CapacityLogFormat
     statement: str
 
+    def _repr_summary(self) -> str:
+        return _law_summary(self)
+
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class CacheConfigLabelsLaw(Sealed):
     """The label names of ``vllm:cache_config_info`` in a release.
 
@@ -267,9 +282,12 @@ class CacheConfigLabelsLaw(Sealed):
             sorted(self.labels)
         )
 
+    def _repr_summary(self) -> str:
+        return _law_summary(self)
+
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class HealthLaw(Sealed):
     """What a 200 from ``/health`` covers under one executor backend."""
 
@@ -282,9 +300,12 @@ class HealthLaw(Sealed):
     coverage: HealthCoverage
     statement: str
 
+    def _repr_summary(self) -> str:
+        return _law_summary(self)
+
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class HealthFailureLaw(Sealed):
     """The status ``/health`` answers once the engine is known dead."""
 
@@ -296,9 +317,12 @@ class HealthFailureLaw(Sealed):
     failure_status: int
     statement: str
 
+    def _repr_summary(self) -> str:
+        return _law_summary(self)
+
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class IncarnationMarkerLaw(Sealed):
     """When ``/metrics`` carries ``process_start_time_seconds``, and what it marks."""
 
@@ -310,9 +334,12 @@ class IncarnationMarkerLaw(Sealed):
     marker: IncarnationMarker
     statement: str
 
+    def _repr_summary(self) -> str:
+        return _law_summary(self)
+
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class ModelCardLaw(Sealed):
     """What the ``id`` and ``root`` of a ``/v1/models`` card are."""
 
@@ -323,9 +350,12 @@ class ModelCardLaw(Sealed):
     sources: tuple[str, ...]
     statement: str
 
+    def _repr_summary(self) -> str:
+        return _law_summary(self)
+
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class ExecutorMarkerLaw(Sealed):
     """Which executor backends can print one kind of startup-log marker in a release."""
 
@@ -339,6 +369,9 @@ class ExecutorMarkerLaw(Sealed):
     files: tuple[str, ...]
     """The record-prefix file names that show this marker (empty for a tag or a line)."""
     statement: str
+
+    def _repr_summary(self) -> str:
+        return _law_summary(self)
 
 
 Law: TypeAlias = (
@@ -359,7 +392,7 @@ L = TypeVar("L", bound=Sealed)
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class LawNotEstablished(Sealed):
     """No law answers ``question`` for ``version``: it lies outside every read span."""
 
@@ -378,9 +411,12 @@ class LawNotEstablished(Sealed):
         spans = ", ".join(str(s) for s in self.known_spans)
         return f"not established for {self.version} (laws read for {spans})"
 
+    def _repr_summary(self) -> str:
+        return f"{self.question.key!r} for {self.version}"
+
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class VersionNotEstablished(Sealed):
     """The version lies outside every release the law table was read from."""
 
@@ -399,7 +435,7 @@ class VersionNotEstablished(Sealed):
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class ReleaseLaws(Sealed):
     """Every question's answer for one self-reported release."""
 
@@ -458,6 +494,9 @@ class ReleaseLaws(Sealed):
     def incarnation_marker(self) -> IncarnationMarkerLaw | LawNotEstablished:
         """When ``process_start_time_seconds`` is on ``/metrics``."""
         return self._typed(INCARNATION_MARKER_KEY, IncarnationMarkerLaw)
+
+    def _repr_summary(self) -> str:
+        return f"{self.version}, {len(self.answers)} answers"
 
 
 _mint_release_laws = minter(ReleaseLaws, ReleaseLaws.__attrs_init__)
@@ -543,3 +582,18 @@ _mint_card_law = minter(ModelCardLaw, ModelCardLaw.__attrs_init__)
 _mint_marker_law = minter(IncarnationMarkerLaw, IncarnationMarkerLaw.__attrs_init__)
 _mint_labels_law = minter(CacheConfigLabelsLaw, CacheConfigLabelsLaw.__attrs_init__)
 _mint_executor_law = minter(ExecutorMarkerLaw, ExecutorMarkerLaw.__attrs_init__)
+
+
+#: Fields every law has, left out of its ``repr`` (the question is its key, the span its text).
+_LAW_COMMON = frozenset({"question", "span", "sources", "statement"})
+
+
+def _law_summary(law: Law) -> str:
+    """``'health.mp' read for 0.9.2 .. 0.33.0, backend=ExecutorBackend.MP, …``."""
+    parts = [f"{law.question.key!r} read for {law.span}"]
+    parts.extend(
+        f"{field.name}={brief(getattr(law, field.name))}"
+        for field in attrs.fields(type(law))
+        if field.name not in _LAW_COMMON
+    )
+    return ", ".join(parts)

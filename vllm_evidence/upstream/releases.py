@@ -37,7 +37,7 @@ class SourceKind(enum.Enum):
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class ReadRelease(Sealed):
     """A release whose behaviour the law table was written from."""
 
@@ -83,7 +83,7 @@ def comparable(version: Version) -> Version:
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class ReleaseSpan(Sealed):
     """An inclusive span between two read releases."""
 
@@ -101,6 +101,9 @@ class ReleaseSpan(Sealed):
         if self.first == self.last:
             return f"{self.first}"
         return f"{self.first} .. {self.last}"
+
+    def _repr_summary(self) -> str:
+        return str(self)
 
 
 _mint_span = minter(ReleaseSpan, ReleaseSpan.__attrs_init__)

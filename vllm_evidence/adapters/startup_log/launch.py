@@ -80,7 +80,7 @@ _PUBLIC = "vllm_evidence.adapters.startup_log.read_startup_log()"
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class Launch(Sealed):
     """One launch of vLLM inside a log, with everything it printed about itself."""
 
@@ -176,12 +176,22 @@ class Launch(Sealed):
             return True
         return False if self.routes else None
 
+    def _repr_summary(self) -> str:
+        counts = [
+            f"{field.name}={len(getattr(self, field.name))}"
+            for field in attrs.fields(Launch)
+            if isinstance(getattr(self, field.name), tuple) and getattr(self, field.name)
+        ]
+        return ", ".join(
+            [f"index={self.index}", f"lines {self.first_line}-{self.last_line}", *counts]
+        )
+
 
 _mint_launch = minter(Launch, Launch.__attrs_init__)
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class StartupLog(Sealed):
     """A read startup log: its digest and its launches."""
 
@@ -214,6 +224,14 @@ class StartupLog(Sealed):
             self.wrap_width,
             self.size_bytes,
             self.sha256,
+        )
+
+    def _repr_summary(self) -> str:
+        source = "(stream)" if self.source is None else repr(_tail(self.source))
+        return (
+            f"{source}, {self.size_bytes:,} bytes sha256:{self.sha256[:12]}…, "
+            f"{self.line_count:,} lines, {len(self.launches)} "
+            + ("launch" if len(self.launches) == 1 else "launches")
         )
 
 
@@ -474,3 +492,8 @@ def _reread_startup_log(
         )
         raise EvidenceMismatchError(msg)
     return log
+
+
+def _tail(path: str, keep: int = 48) -> str:
+    """A long path cut from the left, where its least telling part is."""
+    return path if len(path) <= keep else "…" + path[-(keep - 1) :]

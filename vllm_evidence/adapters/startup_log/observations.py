@@ -51,7 +51,7 @@ _PUBLIC = "vllm_evidence.adapters.startup_log.read_startup_log()"
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class ProcessTag(Sealed):
     """The process a line came from, as its ``(name pid=N[, ip=A])`` tag printed it."""
 
@@ -90,7 +90,7 @@ class VersionSource(enum.Enum):
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class VersionObservation(Sealed):
     """A version the process printed about itself (self-reported, not proof of code)."""
 
@@ -108,7 +108,7 @@ _mint_version = minter(VersionObservation, VersionObservation.__attrs_init__)
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class NonDefaultArgsObservation(Sealed):
     """The ``non-default args: {...}`` line: what the operator gave, not what resolved."""
 
@@ -140,7 +140,7 @@ _mint_args = minter(NonDefaultArgsObservation, NonDefaultArgsObservation.__attrs
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class EngineConfigObservation(Sealed):
     """The engine-init line: the engine's resolved configuration as it printed it."""
 
@@ -188,7 +188,7 @@ class RankForm(enum.Enum):
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class RankObservation(Sealed):
     """One worker's line naming its global rank and the world size it joined."""
 
@@ -221,7 +221,7 @@ _mint_rank = minter(RankObservation, RankObservation.__attrs_init__)
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class RouteObservation(Sealed):
     """One ``Route: /path, Methods: GET, HEAD`` line of the registered route table."""
 
@@ -244,7 +244,7 @@ class CapacityFormat(enum.Enum):
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class CapacityObservation(Sealed):
     """One capacity report; a figure the log did not print is ``None``, never 0."""
 
@@ -267,7 +267,7 @@ _mint_capacity = minter(CapacityObservation, CapacityObservation.__attrs_init__)
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class BlocksObservation(Sealed):
     """A V0 ``# <device> blocks: N[, # CPU blocks: M]`` line."""
 
@@ -284,7 +284,7 @@ _mint_blocks = minter(BlocksObservation, BlocksObservation.__attrs_init__)
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class AvailableMemoryObservation(Sealed):
     """A worker's ``Available KV cache memory: X GiB`` (negative values are kept)."""
 
@@ -305,7 +305,7 @@ _mint_memory = minter(AvailableMemoryObservation, AvailableMemoryObservation.__a
 
 
 @final
-@attrs.frozen(init=False)
+@attrs.frozen(init=False, repr=False)
 class ExecutorObservation(Sealed):
     """One line showing something about the executor backend, and where."""
 

@@ -1,0 +1,181 @@
+"""Readable values: a sealed value's ``repr`` is short, and ``str(assessment)`` is the report."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+
+from tests._paths import CAPTURES, REAL
+from vllm_evidence import assess, load, probe_sync, read_startup_log, readback_from_batch
+from vllm_evidence._seal import Sealed, brief
+from vllm_evidence.adapters.startup_log import StartupLog
+from vllm_evidence.assessment import Assessment, _arm_text, _route_arms
+from vllm_evidence.cli import main
+from vllm_evidence.decisions import ParallelEstablished
+from vllm_evidence.output.front_door import route_outcomes
+from vllm_evidence.output.report import render_report
+from vllm_evidence.readback import CapturedReadback
+from vllm_evidence.testing import assessments
+from vllm_evidence.testing.stub import serve_capture
+
+SERVERS = Path(__file__).parents[1] / "fixtures" / "real" / "vllm-0.32.0-cpu"
+KEY = "sk-readable-values-SECRET"
+
+
+def _sealed_classes() -> list[type[Sealed]]:
+    from tests.meta.test_seal import SEALED
+
+    return list(SEALED)
+
+
+@pytest.mark.parametrize("cls", _sealed_classes(), ids=lambda c: c.__qualname__)
+def test_attrs_does_not_generate_a_repr_over_the_seals(cls: type[Sealed]) -> None:
+    """Declared ``repr=False``: the seal's ``__repr__`` is the class's, not attrs'."""
+    assert cls.__repr__ is Sealed.__repr__
+
+
+def _log(directory: Path) -> StartupLog:
+    read = read_startup_log(directory / "startup.log")
+    assert isinstance(read, StartupLog)
+    return read
+
+
+def _real_assessments() -> list[tuple[str, Assessment]]:
+    """Every real capture, probed through the stub (raw bodies kept) with its log."""
+    found = []
+    for directory in sorted(p for p in SERVERS.iterdir() if (p / "startup.log").exists()):
+        key = KEY if "apikey" in directory.name else None
+        serve_from = directory / "with-key" if key else directory
+        with serve_capture(serve_from, api_key=key) as door:
+            batch = probe_sync(door.url, api_key=key)
+        found.append((directory.name, assess(readback_from_batch(batch), _log(directory))))
+    found.append(("devmode-bare", assess(load(REAL), _log(REAL))))
+    return found
+
+
+REAL_ASSESSMENTS = _real_assessments()
+
+
+@pytest.mark.parametrize(
+    ("name", "assessment"), REAL_ASSESSMENTS, ids=[n for n, _ in REAL_ASSESSMENTS]
+)
+def test_repr_of_a_real_assessment_is_short_and_holds_no_body(
+    name: str, assessment: Assessment
+) -> None:
+    text = repr(assessment)
+    assert len(text) < 2000, text
+    assert text.startswith("Assessment(evidence=Evidence(")
+    for fragment in ("# HELP", "# TYPE", "vllm:", '"object"', KEY, "\\n"):
+        assert fragment not in text, fragment
+    assert "parallel=Parallel" in text
+    assert "front_door_join=" in text
+
+
+def test_repr_names_the_key_figures() -> None:
+    assessment = dict(REAL_ASSESSMENTS)["tp2-devmode"]
+    parallel = assessment.parallel
+    assert isinstance(parallel, ParallelEstablished)
+    assert repr(parallel) == "ParallelEstablished(TP=2 PP=1 DP=1, ranks 0-1)"
+    front = assessment.evidence.front_door
+    assert isinstance(front, CapturedReadback)
+    batch = front.batch
+    assert re.fullmatch(
+        r"CaptureBatch\(batch=[0-9a-f]{12}, target='http://127\.0\.0\.1:[0-9]+', "
+        rf"{len(batch.all_exchanges())} exchanges\)",
+        repr(batch),
+    ), repr(batch)
+    opening = batch.bracket_open
+    assert opening.body is not None
+    assert repr(opening) == (
+        f"Exchange(GET /metrics (bracket_open) 200, {len(opening.body):,} bytes "
+        f"sha256:{opening.body_sha256 and opening.body_sha256[:12]}…)"
+    )
+    assert repr(assessment.capacity).startswith("CapacityEstablished(engine 0: ")
+    assert repr(assessment.front_door_join).startswith("JoinedIncarnation(process_start_time")
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        (b"\x00" * 57_312, f"<57,312 bytes sha256:{'0' * 0}"),
+        ("x" * 200, "'" + "x" * 59 + "'…(200 chars)"),
+        ("a" * 64, "'aaaaaaaaaaaa…'"),
+        (tuple(range(10)), "(0, 1, 2, …(10 items))"),
+        ((7,), "(7,)"),
+        ((), "()"),
+        (frozenset({"b", "a"}), "{'a', 'b'}"),
+        (None, "None"),
+    ],
+)
+def test_brief_summarises_raw_values(value: object, expected: str) -> None:
+    assert brief(value).startswith(expected)
+
+
+def test_brief_gives_bytes_by_size_and_digest_never_inline() -> None:
+    text = brief(b"secret body " * 1000)
+    assert re.fullmatch(r"<12,000 bytes sha256:[0-9a-f]{12}…>", text)
+
+
+def test_nested_values_are_cut_at_the_depth_limit() -> None:
+    front = dict(REAL_ASSESSMENTS)["devmode-bare"].evidence.front_door
+    assert front is not None
+    text = repr(front.metrics)
+    assert text.startswith("Parsed(route=Route.METRICS, observation=MetricsObservation(")
+    assert "CacheConfigSeries(…)" in text  # two levels down: named, not opened
+    assert "…(" in text  # the metric families: the first few and a count
+
+
+def _explain_stdout(argv: list[str]) -> str:
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        assert main(argv) == 0
+    return out.getvalue()
+
+
+@pytest.mark.parametrize(
+    "directory",
+    [REAL, CAPTURES / "vllm-0.32.0-cpu-tp1-devmode", *sorted(SERVERS.glob("tp*"))],
+    ids=lambda p: p.name,
+)
+def test_str_of_an_assessment_is_the_cli_report(directory: Path) -> None:
+    """``explain`` (no terminal) prints exactly ``str(assessment)``."""
+    log = directory / "startup.log"
+    argv = ["explain", str(directory), "--startup-log", str(log)]
+    assessment = assess(load(directory), _log(directory))
+    assert _explain_stdout(argv) == str(assessment)
+    assert str(assessment) == render_report(assessment)
+    assert str(assessment).startswith("vLLM ")
+
+
+def test_str_with_a_target_is_the_probe_report() -> None:
+    with serve_capture(REAL) as door:
+        batch = probe_sync(door.url)
+    assessment = assess(readback_from_batch(batch))
+    report = render_report(assessment, target=door.url)
+    assert report == f"{door.url}: {assessment!s}"
+
+
+@settings(max_examples=40, deadline=None)
+@given(assessments())
+def test_generated_assessments_read_well(assessment: Assessment) -> None:
+    assert len(repr(assessment)) < 4000
+    assert str(assessment) == render_report(assessment)
+
+
+@settings(max_examples=40, deadline=None)
+@given(assessments())
+def test_the_report_names_each_route_arm_as_the_json_does(assessment: Assessment) -> None:
+    """The text report's route lines and the JSON route section name the same arm and
+    fields (the report no longer reads the JSON's dicts, so this keeps them in step)."""
+    readback = assessment.evidence.front_door
+    if readback is None:
+        return
+    json_arms = route_outcomes(readback)
+    for stem, outcome in _route_arms(readback).items():
+        name, fields = _arm_text(outcome)
+        assert json_arms[stem] == {"route": outcome.route.target, "outcome": name, **dict(fields)}
