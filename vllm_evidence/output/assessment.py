@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Literal, TypedDict, get_args
 
+import attrs
+
 from vllm_evidence._converter import converter
 from vllm_evidence.assessment import Assessment
 from vllm_evidence.decisions import (
@@ -46,9 +48,11 @@ __all__ = [
     "ObservationsDocument",
     "ParallelDocument",
     "ServedIdentityDocument",
+    "ServerResult",
     "Verdict",
     "VersionsDocument",
     "assessment_document",
+    "server_document",
     "verdict",
 ]
 
@@ -186,6 +190,29 @@ def assessment_document(assessment: Assessment) -> AssessmentDocument:
     """The public JSON document (schema ``vllm-evidence.assessment/1``)."""
     document: AssessmentDocument = converter.unstructure(assessment)
     return document
+
+
+@attrs.frozen
+class ServerResult:
+    """One named server's assessment, or why it could not be assessed: a line of
+    ``probe --json`` over several servers (``target`` first, then the assessment
+    document's keys, or ``error``)."""
+
+    target: str
+    result: Assessment | str
+
+
+def server_document(target: str, result: Assessment | str) -> dict[str, Any]:
+    """The document of one named server: ``{"target", **assessment}`` or
+    ``{"target", "error"}``."""
+    document: dict[str, Any] = converter.unstructure(ServerResult(target, result))
+    return document
+
+
+def _server_json(server: ServerResult) -> dict[str, Any]:
+    if isinstance(server.result, str):
+        return {"target": server.target, "error": server.result}
+    return {"target": server.target, **converter.unstructure(server.result)}
 
 
 _ESTABLISHED = (
@@ -430,3 +457,4 @@ converter.register_unstructure_hook(EngineCapacity, _engine_json)
 converter.register_unstructure_hook(PresentRank, _rank_json)
 converter.register_unstructure_hook(ServedName, _name_json)
 converter.register_unstructure_hook(Assessment, _assessment_json)
+converter.register_unstructure_hook(ServerResult, _server_json)
