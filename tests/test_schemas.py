@@ -26,6 +26,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from jsonschema import Draft202012Validator
+from jsonschema.exceptions import best_match
 from packaging.version import Version
 
 from tests.golden.test_golden_outputs import BARE, LOGS, OUTPUTS, SERVERS
@@ -57,10 +58,8 @@ def _validator(name: str) -> Draft202012Validator:
 
 
 def _assert_valid(name: str, document: object) -> None:
-    errors = sorted(_validator(name).iter_errors(document), key=lambda e: list(e.absolute_path))
-    assert errors == [], "\n".join(
-        f"{list(e.absolute_path)}: {e.message[:300]}" for e in errors[:5]
-    )
+    error = best_match(_validator(name).iter_errors(document))
+    assert error is None, f"{list(error.absolute_path)}: {error.message[:500]}"
 
 
 def _run(argv: list[str]) -> tuple[int, str]:
