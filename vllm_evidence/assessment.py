@@ -17,7 +17,7 @@ and this report read the same typed decisions; neither is derived from the other
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, final
+from typing import Any, Literal, final
 
 import attrs
 from packaging.version import Version
@@ -221,6 +221,9 @@ TITLES: tuple[tuple[Claim, str], ...] = (
     ("front_door_join", "front-door join"),
 )
 
+#: The arm of any decision, as the documents and the report name it.
+Verdict = Literal["established", "reported", "refused"]
+
 _ESTABLISHED = (
     ParallelEstablished,
     CapacityEstablished,
@@ -230,7 +233,7 @@ _ESTABLISHED = (
 )
 
 
-def verdict(decision: object) -> str:
+def verdict(decision: object) -> Verdict:
     """``established``, ``reported`` or ``refused``: the arm of any decision."""
     if isinstance(decision, CapacityReported):
         return "reported"

@@ -42,7 +42,10 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, NoReturn, TypeVar
 
+import attrs
+
 from vllm_evidence._claims import CLAIMS
+from vllm_evidence._converter import converter
 from vllm_evidence.adapters.startup_log import StartupLog
 from vllm_evidence.adapters.startup_log.launch import (
     _reread_startup_log,
@@ -160,6 +163,32 @@ def _verdicts(assessment: Assessment) -> dict[str, dict[str, str]]:
     }
 
 
+@attrs.frozen
+class _EvidenceDocument:
+    """What :func:`dumps` writes: one assessment's raw evidence (its hook builds it)."""
+
+    assessment: Assessment
+    embed_log: bool
+
+
+def _evidence_document(document: _EvidenceDocument) -> dict[str, object]:
+    assessment = document.assessment
+    evidence = assessment.evidence
+    log = assessment.startup_log
+    return {
+        "schema": SCHEMA,
+        "front_door": None
+        if evidence.front_door is None
+        else _front_door_json(evidence.front_door),
+        "startup_log": None if log is None else _log_json(log, embed=document.embed_log),
+        "launch": None if evidence.launch is None else evidence.launch.index,
+        "verdicts": _verdicts(assessment),
+    }
+
+
+converter.register_unstructure_hook(_EvidenceDocument, _evidence_document)
+
+
 def dumps(assessment: Assessment, *, embed_log: bool = False) -> str:
     """The assessment's raw evidence as one JSON document (``vllm-evidence.evidence/1``).
 
@@ -169,17 +198,7 @@ def dumps(assessment: Assessment, *, embed_log: bool = False) -> str:
     read it again) or one that can no longer be read, and
     :class:`~vllm_evidence.errors.EvidenceMismatchError` for a log that changed since.
     """
-    evidence = assessment.evidence
-    log = assessment.startup_log
-    document = {
-        "schema": SCHEMA,
-        "front_door": None
-        if evidence.front_door is None
-        else _front_door_json(evidence.front_door),
-        "startup_log": None if log is None else _log_json(log, embed=embed_log),
-        "launch": None if evidence.launch is None else evidence.launch.index,
-        "verdicts": _verdicts(assessment),
-    }
+    document = converter.unstructure(_EvidenceDocument(assessment, embed_log))
     return json.dumps(document, indent=2, sort_keys=True) + "\n"
 
 

@@ -34,6 +34,7 @@ INERT = FIXTURES / "inert_module.py"
 READER = FIXTURES / "reader_module.py"
 ACCESS = FIXTURES / "access_module.py"
 CONSTRUCTION = FIXTURES / "construction_module.py"
+HOOK = FIXTURES / "hook_module.py"
 FIXTURE_PACKAGE = "tests.fixtures.census"
 
 
@@ -102,6 +103,14 @@ def test_construction_and_generic_dumps_do_not_make_a_field_live(program: Progra
         f"{module}.Checked.tagged",  # read only by a *_summary repr helper
     ]
     # summary is read by __attrs_post_init__ (construction) and by render(): live.
+
+
+def test_a_read_inside_a_converter_hook_makes_its_field_live(program: Program) -> None:
+    """Every JSON document is built by hooks on the one converter: their reads count,
+    and a field that only a generic dump reaches stays inert."""
+    module = f"{FIXTURE_PACKAGE}.hook_module"
+    assert (f"{module}.Rendered", "shown") in field_reads(program, [HOOK])
+    assert inert_fields(program, [HOOK], [HOOK]) == [f"{module}.Rendered.dumped"]
 
 
 def _runtime_sealed_classes() -> list[type[Any]]:

@@ -17,13 +17,13 @@ PACKAGE = Path(__file__).resolve().parents[2] / "vllm_evidence"
 
 #: Lowest first.  A module belongs to the first prefix that matches its dotted name.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("ground", ("_seal", "_bounds", "measure", "errors", "_claims", "upstream")),
+    ("ground", ("_seal", "_bounds", "measure", "errors", "_claims", "_converter", "upstream")),
     ("capture", ("capture",)),
     ("adapters", ("adapters",)),
     ("readback", ("readback",)),
     ("decisions", ("decisions", "audit")),
     ("assessment", ("assessment",)),
-    ("output", ("output", "rederive")),
+    ("output", ("output", "rederive", "serialize")),
     ("commands", ("_cli", "testing")),
     ("entry points", ("cli", "__main__")),
 )

@@ -8,11 +8,11 @@ from typing import Any
 from tests._evidence import banner, log, one_line_capacity, real_log
 from tests._paths import REAL
 from vllm_evidence.assessment import CLAIMS, assess
-from vllm_evidence.output.assessment import assessment_document
+from vllm_evidence.output.assessment import AssessmentDocument, assessment_document
 from vllm_evidence.readback import load
 
 
-def _document(**kw: Any) -> dict[str, Any]:
+def _document(**kw: Any) -> AssessmentDocument:
     doc = assessment_document(assess(**kw))
     # the document is plain JSON: it survives a round trip unchanged
     assert json.loads(json.dumps(doc)) == doc

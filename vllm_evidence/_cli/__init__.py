@@ -9,4 +9,12 @@ import heavy dependencies (httpx, rich) inside their handlers, so ``--help`` and
 from __future__ import annotations
 
 #: Module names under ``vllm_evidence._cli``, in the order ``--help`` lists them.
-COMMAND_MODULES: tuple[str, ...] = ("probe", "explain", "demo", "log", "laws", "audit")
+COMMAND_MODULES: tuple[str, ...] = (
+    "probe",
+    "explain",
+    "demo",
+    "log",
+    "laws",
+    "audit",
+    "schema",
+)

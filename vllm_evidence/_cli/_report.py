@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from vllm_evidence._cli._output import emit_json, styled
 
@@ -53,10 +53,13 @@ def check_requirements(assessments: Sequence[Assessment], required: Sequence[Cla
 def print_report(assessment: Assessment, *, json_out: bool, target: str | None = None) -> None:
     """One server: the five decisions, why, what would move them, the laws, provenance."""
     if json_out:
-        from vllm_evidence.output.assessment import assessment_document
+        from vllm_evidence.output.assessment import assessment_document, server_document
 
-        doc = assessment_document(assessment)
-        emit_json(doc if target is None else {"target": target, **doc})
+        emit_json(
+            assessment_document(assessment)
+            if target is None
+            else server_document(target, assessment)
+        )
         return
     from vllm_evidence.output.report import observation_lines, render_report, report_rows, title
 
@@ -89,14 +92,11 @@ def print_fleet(results: Sequence[tuple[str, Assessment | str]], *, json_out: bo
     """Several servers: one row each (``--json``: one assessment document per line)."""
     import json
 
-    from vllm_evidence.output.assessment import assessment_document
+    from vllm_evidence.output.assessment import server_document
 
     if json_out:
         for target, result in results:
-            if isinstance(result, str):
-                doc: dict[str, Any] = {"target": target, "error": result}
-            else:
-                doc = {"target": target, **assessment_document(result)}
+            doc = server_document(target, result)
             sys.stdout.write(json.dumps(doc, ensure_ascii=False) + "\n")
         return
     from vllm_evidence.output.report import fleet_row

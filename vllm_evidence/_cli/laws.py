@@ -12,8 +12,6 @@ from vllm_evidence._cli._output import emit_json, fail, print_table
 if TYPE_CHECKING:
     from vllm_evidence.upstream import Law, Question, ReadRelease
 
-SCHEMA = "vllm-evidence.laws/1"
-
 EPILOG = """\
 examples:
   vllm-evidence laws                      every law, with the releases it holds for
@@ -49,8 +47,8 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the whole table, or the laws for ``--version``."""
-    from vllm_evidence.output.laws import law_json
-    from vllm_evidence.upstream import KNOWN_SPAN, VersionNotEstablished, laws_for, parse_release
+    from vllm_evidence.output.laws import law_json, laws_document
+    from vllm_evidence.upstream import VersionNotEstablished, laws_for, parse_release
 
     if args.markdown:
         if args.release is not None:
@@ -69,31 +67,14 @@ def run(args: argparse.Namespace) -> int:
     laws = laws_for(version)
     if isinstance(laws, VersionNotEstablished):
         if args.json:
-            emit_json(
-                {
-                    "schema": SCHEMA,
-                    "version": str(version),
-                    "established": False,
-                    "statement": laws.statement,
-                    "known_span": {"first": str(KNOWN_SPAN.first), "last": str(KNOWN_SPAN.last)},
-                    "answers": [],
-                }
-            )
+            emit_json(laws_document(laws))
         else:
             print_table(f"vLLM {version}", ["question", "answer"], [["(all)", laws.statement]])
         return 0
-    answers = [law_json(answer) for _, answer in laws.answers]
     if args.json:
-        emit_json(
-            {
-                "schema": SCHEMA,
-                "version": str(laws.version),
-                "established": True,
-                "known_span": {"first": str(KNOWN_SPAN.first), "last": str(KNOWN_SPAN.last)},
-                "answers": answers,
-            }
-        )
+        emit_json(laws_document(laws))
         return 0
+    answers = [law_json(answer) for _, answer in laws.answers]
     rows = []
     for doc in answers:
         scope = _scope(doc)
@@ -116,24 +97,11 @@ def _scope(doc: dict[str, object]) -> str:
 
 
 def _whole_table(*, json_out: bool) -> int:
-    from vllm_evidence.output.laws import law_json
+    from vllm_evidence.output.laws import LawTable, laws_document
     from vllm_evidence.upstream import LAW_TABLE, READ_RELEASES
 
     if json_out:
-        emit_json(
-            {
-                "schema": SCHEMA,
-                "version": None,
-                "read_releases": [
-                    {"version": str(r.version), "commit": r.commit, "how": r.how.value}
-                    for r in READ_RELEASES
-                ],
-                "questions": [
-                    {"key": q.key, "text": q.text, "laws": [law_json(law) for law in laws]}
-                    for q, laws in LAW_TABLE
-                ],
-            }
-        )
+        emit_json(laws_document(LawTable(questions=LAW_TABLE, releases=READ_RELEASES)))
         return 0
     rows = []
     for q, laws in LAW_TABLE:

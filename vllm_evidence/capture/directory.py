@@ -27,7 +27,9 @@ from pathlib import Path
 from typing import Any
 
 import attrs
+import cattrs
 
+from vllm_evidence._converter import converter
 from vllm_evidence.capture.batch import (
     CaptureBatch,
     Exchange,
@@ -39,7 +41,16 @@ from vllm_evidence.capture.batch import (
 from vllm_evidence.errors import CaptureIntegrityError, InputError
 from vllm_evidence.upstream.routes import Route
 
-__all__ = ["MANIFEST", "MANIFEST_SCHEMA", "BareBodies", "read", "save"]
+__all__ = [
+    "MANIFEST",
+    "MANIFEST_SCHEMA",
+    "BareBodies",
+    "Manifest",
+    "ManifestEntry",
+    "manifest_document",
+    "read",
+    "save",
+]
 
 MANIFEST = "manifest.json"
 MANIFEST_SCHEMA = "vllm-evidence/capture-manifest/1"
@@ -60,25 +71,80 @@ def _headers_text(exchange: Exchange) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _entry(exchange: Exchange) -> dict[str, Any]:
+@attrs.frozen(kw_only=True)
+class ManifestEntry:
+    """One request of a saved capture, as ``manifest.json`` lists it."""
+
+    route: str
+    role: ExchangeRole
+    transport: Transport
+    status: int | None
+    headers: list[list[str]]
+    """``[name, value]`` pairs, in the order the server sent them."""
+    body_file: str | None
+    headers_file: str | None
+    sha256: str | None
+    size: int | None
+    size_limit: int
+    started_monotonic_ns: int
+    ended_monotonic_ns: int
+    started_at: datetime
+    ended_at: datetime
+    detail: str
+
+
+@attrs.frozen(kw_only=True)
+class Manifest:
+    """``manifest.json`` of a saved capture (schema ``vllm-evidence/capture-manifest/1``).
+
+    Written and read by the package's converter: cattrs checks every field's JSON type
+    on the way in (a wrong one is an :class:`InputError` naming the field), and
+    :func:`read` then checks every body's digest."""
+
+    schema: str
+    batch_id: str
+    target: str
+    requests: list[ManifestEntry]
+
+
+def _entry(exchange: Exchange) -> ManifestEntry:
     stem = _stem(exchange)
-    return {
-        "route": exchange.route.stem,
-        "role": exchange.role.value,
-        "transport": exchange.transport.value,
-        "status": exchange.status,
-        "headers": [list(pair) for pair in exchange.headers],
-        "body_file": None if exchange.body is None else f"{stem}.body",
-        "headers_file": None if exchange.status is None else f"{stem}.headers",
-        "sha256": exchange.body_sha256,
-        "size": None if exchange.body is None else len(exchange.body),
-        "size_limit": exchange.size_limit,
-        "started_monotonic_ns": exchange.started_monotonic_ns,
-        "ended_monotonic_ns": exchange.ended_monotonic_ns,
-        "started_at": exchange.started_at.isoformat(),
-        "ended_at": exchange.ended_at.isoformat(),
-        "detail": exchange.detail,
-    }
+    return ManifestEntry(
+        route=exchange.route.stem,
+        role=exchange.role,
+        transport=exchange.transport,
+        status=exchange.status,
+        headers=[list(pair) for pair in exchange.headers],
+        body_file=None if exchange.body is None else f"{stem}.body",
+        headers_file=None if exchange.status is None else f"{stem}.headers",
+        sha256=exchange.body_sha256,
+        size=None if exchange.body is None else len(exchange.body),
+        size_limit=exchange.size_limit,
+        started_monotonic_ns=exchange.started_monotonic_ns,
+        ended_monotonic_ns=exchange.ended_monotonic_ns,
+        started_at=exchange.started_at,
+        ended_at=exchange.ended_at,
+        detail=exchange.detail,
+    )
+
+
+def manifest_document(capture: CaptureBatch) -> dict[str, Any]:
+    """The ``manifest.json`` document of ``capture`` (what :func:`save` writes)."""
+    return _manifest_json(_manifest(capture))
+
+
+def _manifest(capture: CaptureBatch) -> Manifest:
+    return Manifest(
+        schema=MANIFEST_SCHEMA,
+        batch_id=capture.batch_id,
+        target=capture.target,
+        requests=[_entry(exchange) for exchange in capture.all_exchanges()],
+    )
+
+
+def _manifest_json(manifest: Manifest) -> dict[str, Any]:
+    document: dict[str, Any] = converter.unstructure(manifest)
+    return document
 
 
 def save(capture: CaptureBatch, directory: str | Path) -> Path:
@@ -98,24 +164,15 @@ def save(capture: CaptureBatch, directory: str | Path) -> Path:
         raise InputError(msg)
     staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=parent))
     try:
-        entries = []
-        for exchange in capture.all_exchanges():
-            entry = _entry(exchange)
-            if exchange.body is not None:
-                (staging / entry["body_file"]).write_bytes(exchange.body)
-            if entry["headers_file"] is not None:
-                (staging / entry["headers_file"]).write_text(
-                    _headers_text(exchange), encoding="utf-8"
-                )
-            entries.append(entry)
-        manifest = {
-            "schema": MANIFEST_SCHEMA,
-            "batch_id": capture.batch_id,
-            "target": capture.target,
-            "requests": entries,
-        }
+        manifest = _manifest(capture)
+        for exchange, entry in zip(capture.all_exchanges(), manifest.requests, strict=True):
+            if exchange.body is not None and entry.body_file is not None:
+                (staging / entry.body_file).write_bytes(exchange.body)
+            if entry.headers_file is not None:
+                (staging / entry.headers_file).write_text(_headers_text(exchange), encoding="utf-8")
         (staging / MANIFEST).write_text(
-            json.dumps(manifest, indent=2, sort_keys=True) + "\n", encoding="utf-8"
+            json.dumps(_manifest_json(manifest), indent=2, sort_keys=True) + "\n",
+            encoding="utf-8",
         )
         for path in (staging, *staging.iterdir()):
             fd = os.open(path, os.O_RDONLY)
@@ -132,57 +189,41 @@ def save(capture: CaptureBatch, directory: str | Path) -> Path:
     return final
 
 
-def _field(entry: dict[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
-    value = entry.get(key)
-    if not isinstance(value, kind) or isinstance(value, bool):
-        msg = f"{where}: manifest field {key!r} is missing or malformed"
-        raise InputError(msg)
-    return value
+def _structure(directory: Path, document: object) -> Manifest:
+    """The manifest, its JSON types checked by the converter; a wrong one is one line."""
+    where = directory / MANIFEST
+    try:
+        manifest: Manifest = converter.structure(document, Manifest)
+    except cattrs.BaseValidationError as exc:
+        problem = cattrs.transform_error(exc, path="manifest")[0]
+        message, _, field = problem.rpartition(" @ ")
+        msg = f"{where}: manifest field {field.removeprefix('manifest.')!r} is missing or "
+        msg += f"malformed ({message})"
+        raise InputError(msg) from None
+    except (TypeError, ValueError) as exc:  # a structure error cattrs did not group
+        msg = f"{where}: malformed manifest ({exc})"
+        raise InputError(msg) from None
+    return manifest
 
 
-def _exchange(directory: Path, entry: Any, index: int) -> Exchange:
+def _exchange(directory: Path, entry: ManifestEntry, index: int) -> Exchange:
     where = f"{directory / MANIFEST} requests[{index}]"
-    if not isinstance(entry, dict):
-        msg = f"{where}: not an object"
-        raise InputError(msg)
-    route = Route.from_stem(_field(entry, "route", str, where))
+    route = Route.from_stem(entry.route)
     if route is None or not route.probe_readable:
         msg = f"{where}: unknown route"
         raise InputError(msg)
-    # Fields are read outside each ``try``: an InputError is also a ValueError, and
-    # ``_field``'s message must not be rewrapped.
-    role_text = _field(entry, "role", str, where)
-    transport_text = _field(entry, "transport", str, where)
-    started_text = _field(entry, "started_at", str, where)
-    ended_text = _field(entry, "ended_at", str, where)
-    try:
-        role = ExchangeRole(role_text)
-        transport = Transport(transport_text)
-        started_at = datetime.fromisoformat(started_text)
-        ended_at = datetime.fromisoformat(ended_text)
-    except ValueError as exc:
-        msg = f"{where}: malformed role, transport or timestamp"
-        raise InputError(msg) from exc
-    status = entry.get("status")
-    if status is not None and (not isinstance(status, int) or isinstance(status, bool)):
-        msg = f"{where}: malformed status"
+    if any(len(pair) != 2 for pair in entry.headers):
+        msg = f"{where}: malformed headers"
         raise InputError(msg)
-    headers_raw = _field(entry, "headers", list, where)
-    headers: list[tuple[str, str]] = []
-    for pair in headers_raw:
-        if not (
-            isinstance(pair, list)
-            and len(pair) == 2
-            and all(isinstance(part, str) for part in pair)
-        ):
-            msg = f"{where}: malformed headers"
-            raise InputError(msg)
-        headers.append((pair[0], pair[1]))
+    headers = tuple((name, value) for name, value in entry.headers)
     body: bytes | None = None
-    body_file = entry.get("body_file")
+    body_file = entry.body_file
     if body_file is not None:
-        digest = _field(entry, "sha256", str, where)
-        if not isinstance(body_file, str) or Path(body_file).name != body_file:
+        digest = entry.sha256
+        if digest is None:
+            msg = f"{where}: manifest field 'sha256' is missing or malformed"
+            raise InputError(msg)
+        if Path(body_file).name != body_file:
             msg = f"{where}: malformed body_file"
             raise InputError(msg)
         path = directory / body_file
@@ -198,24 +239,20 @@ def _exchange(directory: Path, entry: Any, index: int) -> Exchange:
                 "the capture was altered and nothing is derived from it"
             )
             raise CaptureIntegrityError(msg)
-    size_limit = _field(entry, "size_limit", int, where)
-    started_ns = _field(entry, "started_monotonic_ns", int, where)
-    ended_ns = _field(entry, "ended_monotonic_ns", int, where)
-    detail = _field(entry, "detail", str, where)
     try:
         return _new_exchange(
             route=route,
-            role=role,
-            transport=transport,
-            status=status,
-            headers=tuple(headers),
+            role=entry.role,
+            transport=entry.transport,
+            status=entry.status,
+            headers=headers,
             body=body,
-            size_limit=size_limit,
-            started_monotonic_ns=started_ns,
-            ended_monotonic_ns=ended_ns,
-            started_at=started_at,
-            ended_at=ended_at,
-            detail=detail,
+            size_limit=entry.size_limit,
+            started_monotonic_ns=entry.started_monotonic_ns,
+            ended_monotonic_ns=entry.ended_monotonic_ns,
+            started_at=entry.started_at,
+            ended_at=entry.ended_at,
+            detail=entry.detail,
         )
     except ValueError as exc:
         msg = f"{where}: {exc}"
@@ -224,16 +261,16 @@ def _exchange(directory: Path, entry: Any, index: int) -> Exchange:
 
 def _read_manifest(directory: Path) -> CaptureBatch:
     try:
-        manifest = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
+        document = json.loads((directory / MANIFEST).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError, RecursionError) as exc:
         msg = f"{directory / MANIFEST}: not a readable JSON manifest"
         raise InputError(msg) from exc
-    if not isinstance(manifest, dict) or manifest.get("schema") != MANIFEST_SCHEMA:
+    if not isinstance(document, dict) or document.get("schema") != MANIFEST_SCHEMA:
         msg = f"{directory / MANIFEST}: not a {MANIFEST_SCHEMA} manifest"
         raise InputError(msg)
+    manifest = _structure(directory, document)
     where = str(directory / MANIFEST)
-    requests = _field(manifest, "requests", list, where)
-    exchanges = [_exchange(directory, entry, i) for i, entry in enumerate(requests)]
+    exchanges = [_exchange(directory, entry, i) for i, entry in enumerate(manifest.requests)]
     opening = [e for e in exchanges if e.role is ExchangeRole.BRACKET_OPEN]
     closing = [e for e in exchanges if e.role is ExchangeRole.BRACKET_CLOSE]
     middle = tuple(e for e in exchanges if e.role is ExchangeRole.ROUTE)
@@ -242,13 +279,11 @@ def _read_manifest(directory: Path) -> CaptureBatch:
         raise InputError(msg)
     from vllm_evidence.capture.http import clean_target
 
-    batch_id = _field(manifest, "batch_id", str, where)
-    # A hand-edited manifest may carry credentials: never keep or print them.
-    target = clean_target(_field(manifest, "target", str, where))
     try:
         batch = _new_batch(
-            batch_id=batch_id,
-            target=target,
+            batch_id=manifest.batch_id,
+            # A hand-edited manifest may carry credentials: never keep or print them.
+            target=clean_target(manifest.target),
             bracket_open=opening[0],
             exchanges=middle,
             bracket_close=closing[0],

@@ -8,9 +8,12 @@ version bump and a CHANGELOG entry.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypedDict, get_args
 
-from vllm_evidence.assessment import Assessment, verdict
+import attrs
+
+from vllm_evidence._converter import converter
+from vllm_evidence.assessment import Assessment, Verdict, verdict
 from vllm_evidence.decisions import (
     CapacityDecision,
     CapacityEstablished,
@@ -26,20 +29,194 @@ from vllm_evidence.decisions import (
     PresentRank,
     ServedIdentityDecision,
     ServedIdentityEstablished,
+    ServedName,
 )
-from vllm_evidence.output.front_door import front_door_document
+from vllm_evidence.output.front_door import FrontDoorDocument, front_door_document
 from vllm_evidence.output.laws import law_json
 from vllm_evidence.output.startup_log import startup_log_document
+from vllm_evidence.readback.evidence import SourceDocument
 from vllm_evidence.upstream.laws import Law, LawNotEstablished
 
-__all__ = ["SCHEMA", "assessment_document", "verdict"]
+__all__ = [
+    "SCHEMA",
+    "AssessmentDocument",
+    "CapacityDocument",
+    "DecisionsDocument",
+    "FrontDoorSummary",
+    "HealthCoverageDocument",
+    "JoinDocument",
+    "ObservationsDocument",
+    "ParallelDocument",
+    "ServedIdentityDocument",
+    "ServerResult",
+    "Verdict",
+    "VersionsDocument",
+    "assessment_document",
+    "server_document",
+    "verdict",
+]
 
 SCHEMA = "vllm-evidence.assessment/1"
+
+"""The tag of every decision's document: which arm of its sealed union it is."""
+
+LawDocument = dict[str, Any]
+"""One law (or its absence): see :func:`vllm_evidence.output.laws.law_json`."""
+
+
+class ParallelDocument(TypedDict):
+    """``decisions.parallel``."""
+
+    verdict: Verdict
+    reason: str
+    detail: str
+    remedy: str | None
+    tensor_parallel_size: int | None
+    pipeline_parallel_size: int | None
+    data_parallel_size: int | None
+    expected_ranks: list[int] | None
+    present_ranks: list[int] | None
+    missing_ranks: list[int]
+    ranks: list[dict[str, Any]]
+    world_size_product: int | None
+    configuration_source: SourceDocument | None
+    data_parallel_note: str | None
+    laws: list[LawDocument]
+
+
+class CapacityDocument(TypedDict):
+    """``decisions.capacity``."""
+
+    verdict: Verdict
+    reason: str
+    detail: str
+    remedy: str | None
+    source: str | None
+    engines: list[dict[str, Any]]
+    corroborated_by: list[dict[str, Any]]
+    laws: list[LawDocument]
+
+
+class ServedIdentityDocument(TypedDict):
+    """``decisions.served_identity``."""
+
+    verdict: Verdict
+    reason: str
+    detail: str
+    remedy: str | None
+    served_ids: list[str]
+    configured_path: str | None
+    derivations: list[dict[str, Any]]
+    source: SourceDocument | None
+    laws: list[LawDocument]
+
+
+class HealthCoverageDocument(TypedDict):
+    """``decisions.health_coverage``."""
+
+    verdict: Verdict
+    reason: str
+    detail: str
+    remedy: str | None
+    backend: str | None
+    coverage: str | None
+    backend_source: SourceDocument | None
+    health_status: int | None
+    laws: list[LawDocument]
+
+
+class JoinDocument(TypedDict):
+    """``decisions.front_door_join``."""
+
+    verdict: Verdict
+    reason: str
+    detail: str
+    remedy: str | None
+    process_start_time_seconds: str | None
+    laws: list[LawDocument]
+
+
+class DecisionsDocument(TypedDict):
+    """Every decision for one server, each tagged by its ``verdict``."""
+
+    parallel: ParallelDocument
+    capacity: CapacityDocument
+    served_identity: ServedIdentityDocument
+    health_coverage: HealthCoverageDocument
+    front_door_join: JoinDocument
+
+
+class VersionsDocument(TypedDict):
+    """The release each source reported (``None``: not read or not parsed)."""
+
+    front_door: str | None
+    startup_log: str | None
+
+
+class FrontDoorSummary(TypedDict):
+    """``front_door``: the section's source, join and route arms (its observations sit
+    under ``observations``)."""
+
+    source: dict[str, Any]
+    join: dict[str, Any]
+    routes: dict[str, dict[str, Any]]
+
+
+class ObservationsDocument(TypedDict):
+    """What each source showed: the front door's routes, and the startup log."""
+
+    version: str | None
+    models: list[dict[str, Any]] | None
+    metrics: dict[str, Any] | None
+    health: dict[str, Any] | None
+    server_info: dict[str, Any] | None
+    world_size: dict[str, Any] | None
+    startup_log: dict[str, Any] | None
+
+
+class AssessmentDocument(TypedDict):
+    """The ``vllm-evidence.assessment/1`` document (``vllm-evidence schema assessment``)."""
+
+    schema: str
+    version: str | None
+    versions: VersionsDocument
+    decisions: DecisionsDocument
+    front_door: FrontDoorSummary | None
+    observations: ObservationsDocument
+
+
+def assessment_document(assessment: Assessment) -> AssessmentDocument:
+    """The public JSON document (schema ``vllm-evidence.assessment/1``)."""
+    document: AssessmentDocument = converter.unstructure(assessment)
+    return document
+
+
+@attrs.frozen
+class ServerResult:
+    """One named server's assessment, or why it could not be assessed: a line of
+    ``probe --json`` over several servers (``target`` first, then the assessment
+    document's keys, or ``error``)."""
+
+    target: str
+    result: Assessment | str
+
+
+def server_document(target: str, result: Assessment | str) -> dict[str, Any]:
+    """The document of one named server: ``{"target", **assessment}`` or
+    ``{"target", "error"}``."""
+    document: dict[str, Any] = converter.unstructure(ServerResult(target, result))
+    return document
+
+
+def _server_json(server: ServerResult) -> dict[str, Any]:
+    if isinstance(server.result, str):
+        return {"target": server.target, "error": server.result}
+    return {"target": server.target, **converter.unstructure(server.result)}
 
 
 def _laws_json(
     laws: Law | LawNotEstablished | Sequence[Law | LawNotEstablished] | None,
-) -> list[dict[str, object]]:
+) -> list[LawDocument]:
     if laws is None:
         return []
     if isinstance(laws, Sequence):
@@ -47,14 +224,19 @@ def _laws_json(
     return [law_json(laws)]
 
 
+def _source(source: object) -> SourceDocument | None:
+    document: SourceDocument | None = converter.unstructure(source)
+    return document
+
+
 def _engine_json(e: EngineCapacity) -> dict[str, object]:
     return {
         "engine": e.engine,
-        "tokens": e.tokens.value,
-        "max_concurrency": None if e.max_concurrency is None else str(e.max_concurrency.value),
-        "max_model_len": None if e.max_model_len is None else e.max_model_len.value,
+        "tokens": converter.unstructure(e.tokens),
+        "max_concurrency": converter.unstructure(e.max_concurrency),
+        "max_model_len": converter.unstructure(e.max_model_len),
         "source": e.source_kind.value,
-        "where": e.source.as_json(),
+        "where": _source(e.source),
     }
 
 
@@ -63,22 +245,30 @@ def _rank_json(r: PresentRank) -> dict[str, object]:
         "rank": r.rank,
         "dp_rank": r.data_parallel_rank,
         "pid": r.pid,
-        "where": r.source.as_json(),
+        "where": _source(r.source),
     }
 
 
-def _parallel_json(d: ParallelDecision) -> dict[str, object]:
+def _name_json(n: ServedName) -> dict[str, object]:
+    return {
+        "served_id": n.served_id,
+        "configured_path": n.configured_path,
+        "derivation": converter.unstructure(n.derivation),
+    }
+
+
+def _parallel_json(d: ParallelDecision) -> ParallelDocument:
     config = d.configuration
     if isinstance(d, ParallelEstablished):
         present: tuple[int, ...] | None = tuple(r.rank for r in d.ranks)
-        ranks = [_rank_json(r) for r in d.ranks]
+        ranks = [converter.unstructure(r) for r in d.ranks]
         expected: list[int] | None = list(d.configuration.expected_ranks())
         missing: list[int] = []
         product = None
         remedy = None
     else:
         present = tuple(r.rank for r in d.present) if d.configuration is not None else None
-        ranks = [_rank_json(r) for r in d.present]
+        ranks = [converter.unstructure(r) for r in d.present]
         expected = None if d.expected_ranks is None else list(d.expected_ranks)
         missing = list(d.missing_ranks)
         product = d.world_size_product
@@ -96,13 +286,13 @@ def _parallel_json(d: ParallelDecision) -> dict[str, object]:
         "missing_ranks": missing,
         "ranks": ranks,
         "world_size_product": product,
-        "configuration_source": None if config is None else config.source.as_json(),
+        "configuration_source": None if config is None else _source(config.source),
         "data_parallel_note": None if config is None else config.data_parallel_note,
         "laws": _laws_json(d.law),
     }
 
 
-def _capacity_json(d: CapacityDecision) -> dict[str, object]:
+def _capacity_json(d: CapacityDecision) -> CapacityDocument:
     match d:
         case CapacityEstablished():
             source = d.engines[0].source_kind.value if d.engines else None
@@ -112,8 +302,8 @@ def _capacity_json(d: CapacityDecision) -> dict[str, object]:
                 "detail": d.detail,
                 "remedy": None,
                 "source": source,
-                "engines": [_engine_json(e) for e in d.engines],
-                "corroborated_by": [_engine_json(e) for e in d.corroborated_by],
+                "engines": [converter.unstructure(e) for e in d.engines],
+                "corroborated_by": [converter.unstructure(e) for e in d.corroborated_by],
                 "laws": _laws_json(d.laws),
             }
         case CapacityReported():
@@ -123,7 +313,7 @@ def _capacity_json(d: CapacityDecision) -> dict[str, object]:
                 "detail": d.detail,
                 "remedy": d.remedy,
                 "source": d.engines[0].source_kind.value if d.engines else None,
-                "engines": [_engine_json(e) for e in d.engines],
+                "engines": [converter.unstructure(e) for e in d.engines],
                 "corroborated_by": [],
                 "laws": _laws_json(d.laws),
             }
@@ -134,13 +324,13 @@ def _capacity_json(d: CapacityDecision) -> dict[str, object]:
                 "detail": d.detail,
                 "remedy": d.remedy,
                 "source": None,
-                "engines": [_engine_json(e) for e in d.engines],
+                "engines": [converter.unstructure(e) for e in d.engines],
                 "corroborated_by": [],
                 "laws": _laws_json(d.laws),
             }
 
 
-def _identity_json(d: ServedIdentityDecision) -> dict[str, object]:
+def _identity_json(d: ServedIdentityDecision) -> ServedIdentityDocument:
     return {
         "verdict": verdict(d),
         "reason": d.reason.value,
@@ -148,20 +338,13 @@ def _identity_json(d: ServedIdentityDecision) -> dict[str, object]:
         "remedy": None if isinstance(d, ServedIdentityEstablished) else d.remedy,
         "served_ids": [n.served_id for n in d.names],
         "configured_path": d.configured_path,
-        "derivations": [
-            {
-                "served_id": n.served_id,
-                "configured_path": n.configured_path,
-                "derivation": None if n.derivation is None else n.derivation.value,
-            }
-            for n in d.names
-        ],
-        "source": None if d.source is None else d.source.as_json(),
+        "derivations": [converter.unstructure(n) for n in d.names],
+        "source": _source(d.source),
         "laws": _laws_json(d.law),
     }
 
 
-def _health_json(d: HealthCoverageDecision) -> dict[str, object]:
+def _health_json(d: HealthCoverageDecision) -> HealthCoverageDocument:
     if isinstance(d, HealthCoverageEstablished):
         backend: str | None = d.backend.value
         coverage: str | None = d.coverage.value
@@ -175,13 +358,13 @@ def _health_json(d: HealthCoverageDecision) -> dict[str, object]:
         "remedy": remedy,
         "backend": backend,
         "coverage": coverage,
-        "backend_source": None if d.backend_source is None else d.backend_source.as_json(),
+        "backend_source": _source(d.backend_source),
         "health_status": d.health_status,
         "laws": _laws_json(d.law),
     }
 
 
-def _join_json(d: FrontDoorJoinDecision) -> dict[str, object]:
+def _join_json(d: FrontDoorJoinDecision) -> JoinDocument:
     if isinstance(d, JoinedIncarnation):
         remedy, marker = None, str(d.process_start_seconds)
     else:
@@ -196,51 +379,65 @@ def _join_json(d: FrontDoorJoinDecision) -> dict[str, object]:
     }
 
 
-def assessment_document(assessment: Assessment) -> dict[str, Any]:
-    """The public JSON document (schema ``vllm-evidence.assessment/1``)."""
+def _assessment_json(assessment: Assessment) -> AssessmentDocument:
     evidence = assessment.evidence
-    front_door = (
+    front_door: FrontDoorDocument | None = (
         front_door_document(evidence.front_door, assessment.front_door_join)
         if evidence.front_door is not None
         else None
     )
     log_doc: dict[str, Any] | None = None
     if assessment.startup_log is not None:
-        log_doc = startup_log_document(assessment.startup_log)
-        log_doc["assessed_launch"] = None if evidence.launch is None else evidence.launch.index
-    version = assessment.version
-    door_version = evidence.reported_front_door_version()
-    log_version = evidence.launch_version()
+        log_doc = {
+            **startup_log_document(assessment.startup_log),
+            "assessed_launch": None if evidence.launch is None else evidence.launch.index,
+        }
+    seen = None if front_door is None else front_door["observations"]
     return {
         "schema": SCHEMA,
-        "version": None if version is None else str(version),
+        "version": converter.unstructure(assessment.version),
         "versions": {
-            "front_door": None if door_version is None else str(door_version),
-            "startup_log": None if log_version is None else str(log_version),
+            "front_door": converter.unstructure(evidence.reported_front_door_version()),
+            "startup_log": converter.unstructure(evidence.launch_version()),
         },
         "decisions": {
-            "parallel": _parallel_json(assessment.parallel),
-            "capacity": _capacity_json(assessment.capacity),
-            "served_identity": _identity_json(assessment.served_identity),
-            "health_coverage": _health_json(assessment.health_coverage),
-            "front_door_join": _join_json(assessment.front_door_join),
+            "parallel": converter.unstructure(assessment.parallel),
+            "capacity": converter.unstructure(assessment.capacity),
+            "served_identity": converter.unstructure(assessment.served_identity),
+            "health_coverage": converter.unstructure(assessment.health_coverage),
+            "front_door_join": converter.unstructure(assessment.front_door_join),
         },
         "front_door": None
         if front_door is None
-        else {k: front_door[k] for k in ("source", "join", "routes")},
+        else {
+            "source": front_door["source"],
+            "join": front_door["join"],
+            "routes": front_door["routes"],
+        },
         "observations": {
-            **(front_door["observations"] if front_door is not None else _empty_observations()),
+            "version": None if seen is None else seen["version"],
+            "models": None if seen is None else seen["models"],
+            "metrics": None if seen is None else seen["metrics"],
+            "health": None if seen is None else seen["health"],
+            "server_info": None if seen is None else seen["server_info"],
+            "world_size": None if seen is None else seen["world_size"],
             "startup_log": log_doc,
         },
     }
 
 
-def _empty_observations() -> dict[str, Any]:
-    return {
-        "version": None,
-        "models": None,
-        "metrics": None,
-        "health": None,
-        "server_info": None,
-        "world_size": None,
-    }
+def _register(union: object, hook: Any) -> None:
+    for arm in get_args(union):
+        converter.register_unstructure_hook(arm, hook)
+
+
+_register(ParallelDecision, _parallel_json)
+_register(CapacityDecision, _capacity_json)
+_register(ServedIdentityDecision, _identity_json)
+_register(HealthCoverageDecision, _health_json)
+_register(FrontDoorJoinDecision, _join_json)
+converter.register_unstructure_hook(EngineCapacity, _engine_json)
+converter.register_unstructure_hook(PresentRank, _rank_json)
+converter.register_unstructure_hook(ServedName, _name_json)
+converter.register_unstructure_hook(Assessment, _assessment_json)
+converter.register_unstructure_hook(ServerResult, _server_json)

@@ -2,25 +2,92 @@
 
 This section carries observations and the front-door join; the other decisions are
 rendered by :mod:`vllm_evidence.output.assessment`.  Keys named in the README are a
-public contract.
+public contract.  The hooks of the front door's types (each route outcome's arm, the
+exchanges of a batch, the parsed observations) are registered here on the package's
+converter (:mod:`vllm_evidence._converter`).
 """
 
 from __future__ import annotations
 
-from typing import Any, TypeVar, assert_never
+from typing import Any, TypedDict, TypeVar, assert_never, get_args, get_origin
 
+import attrs
+
+from vllm_evidence._converter import converter
 from vllm_evidence.adapters import outcome as b
+from vllm_evidence.adapters.health import HealthAnswer
+from vllm_evidence.adapters.metrics import CacheConfigSeries, MetricsObservation
+from vllm_evidence.adapters.models import ModelCard
 from vllm_evidence.adapters.outcome import Outcome, Parsed
 from vllm_evidence.adapters.server_info import ServerInfo
+from vllm_evidence.adapters.version import SelfReportedVersion
+from vllm_evidence.adapters.world_size import WorldSizeProduct
+from vllm_evidence.capture.batch import Exchange
 from vllm_evidence.decisions.join import FrontDoorJoinDecision, JoinedIncarnation
 from vllm_evidence.readback import CapturedReadback, HistoricalBundle
 
-__all__ = ["front_door_document", "route_outcomes"]
+__all__ = [
+    "FrontDoorDocument",
+    "FrontDoorObservations",
+    "FrontDoorSection",
+    "front_door_document",
+    "route_outcomes",
+]
 
 ObsT = TypeVar("ObsT")
 
 
-def _arm(outcome: Outcome[Any]) -> dict[str, Any]:
+class FrontDoorObservations(TypedDict):
+    """What each parsed route showed (``None``: the route's read parsed nothing)."""
+
+    version: str | None
+    models: list[dict[str, Any]] | None
+    metrics: dict[str, Any] | None
+    health: dict[str, Any] | None
+    server_info: dict[str, Any] | None
+    world_size: dict[str, Any] | None
+
+
+class FrontDoorDocument(TypedDict):
+    """The front-door section: its source, its join, each route's arm, what it showed."""
+
+    source: dict[str, Any]
+    join: dict[str, Any]
+    routes: dict[str, dict[str, Any]]
+    observations: FrontDoorObservations
+
+
+@attrs.frozen
+class FrontDoorSection:
+    """A front-door readback with its join decision: what the section renders."""
+
+    readback: CapturedReadback | HistoricalBundle
+    join: FrontDoorJoinDecision
+
+
+def front_door_document(
+    readback: CapturedReadback | HistoricalBundle, join: FrontDoorJoinDecision
+) -> FrontDoorDocument:
+    """The JSON section for a captured readback or historical bundle and its join."""
+    document: FrontDoorDocument = converter.unstructure(FrontDoorSection(readback, join))
+    return document
+
+
+def route_outcomes(readback: CapturedReadback | HistoricalBundle) -> dict[str, dict[str, Any]]:
+    """Each route's arm, by route stem, in report order."""
+    routes: dict[str, Outcome[Any]] = {
+        "version": readback.version,
+        "v1_models": readback.models,
+        "metrics": readback.metrics,
+        "health": readback.health,
+        "server_info": readback.server_info,
+        "server_info__config_format_json": readback.server_info_json,
+        "get_world_size": readback.world_size,
+    }
+    return {stem: converter.unstructure(outcome) for stem, outcome in routes.items()}
+
+
+def _arm_json(outcome: Outcome[Any]) -> dict[str, Any]:
     return {"route": outcome.route.target, **_arm_fields(outcome)}
 
 
@@ -54,9 +121,7 @@ def _observation(outcome: Outcome[ObsT]) -> ObsT | None:
     return outcome.observation if isinstance(outcome, Parsed) else None
 
 
-def _server_info_json(info: ServerInfo | None) -> dict[str, Any] | None:
-    if info is None:
-        return None
+def _server_info_json(info: ServerInfo) -> dict[str, Any]:
     p = info.parallel
     return {
         "form": info.form.value,
@@ -75,91 +140,102 @@ def _server_info_json(info: ServerInfo | None) -> dict[str, Any] | None:
     }
 
 
-def route_outcomes(readback: CapturedReadback | HistoricalBundle) -> dict[str, dict[str, Any]]:
-    """Each route's arm, by route stem, in report order."""
-    routes: dict[str, Outcome[Any]] = {
-        "version": readback.version,
-        "v1_models": readback.models,
-        "metrics": readback.metrics,
-        "health": readback.health,
-        "server_info": readback.server_info,
-        "server_info__config_format_json": readback.server_info_json,
-        "get_world_size": readback.world_size,
+def _exchange_json(e: Exchange) -> dict[str, Any]:
+    return {
+        "route": e.route.stem,
+        "role": e.role.value,
+        "status": e.status,
+        "transport": e.transport.value,
+        "sha256": e.body_sha256,
+        "started_at": e.started_at.isoformat(),
+        "elapsed_ms": (e.ended_monotonic_ns - e.started_monotonic_ns) // 1_000_000,
     }
-    return {stem: _arm(outcome) for stem, outcome in routes.items()}
 
 
-def front_door_document(
-    readback: CapturedReadback | HistoricalBundle, join: FrontDoorJoinDecision
-) -> dict[str, Any]:
-    """The JSON section for a captured readback or historical bundle and its join."""
+def _model_card_json(card: ModelCard) -> dict[str, Any]:
+    return {
+        "id": card.served_id,
+        "owned_by": card.owned_by,
+        "root": card.root,
+        "parent": card.parent,
+        "max_model_len": converter.unstructure(card.max_model_len),
+    }
+
+
+def _series_json(series: CacheConfigSeries) -> dict[str, Any]:
+    return {"labels": series.labels, "value": str(series.value)}
+
+
+def _metrics_json(metrics: MetricsObservation) -> dict[str, Any]:
+    start = metrics.process_start_time
+    return {
+        "cache_config_info": [converter.unstructure(s) for s in metrics.cache_config_info],
+        "process_start_time_seconds": None if start is None else str(start.seconds),
+        "vllm_families": sorted(metrics.vllm_families),
+    }
+
+
+def _join_section_json(join: FrontDoorJoinDecision) -> dict[str, Any]:
     if isinstance(join, JoinedIncarnation):
-        join_doc: dict[str, Any] = {
+        return {
             "established": True,
             "process_start_time_seconds": str(join.process_start_seconds),
         }
-    else:
-        join_doc = {"established": False, "reason": join.reason.value, "detail": join.detail}
+    return {"established": False, "reason": join.reason.value, "detail": join.detail}
+
+
+def _source_json(readback: CapturedReadback | HistoricalBundle) -> dict[str, Any]:
     if isinstance(readback, CapturedReadback):
-        source: dict[str, Any] = {
+        return {
             "kind": "captured",
             "batch_id": readback.batch.batch_id,
             "target": readback.batch.target,
-            "requests": [
-                {
-                    "route": e.route.stem,
-                    "role": e.role.value,
-                    "status": e.status,
-                    "transport": e.transport.value,
-                    "sha256": e.body_sha256,
-                    "started_at": e.started_at.isoformat(),
-                    "elapsed_ms": (e.ended_monotonic_ns - e.started_monotonic_ns) // 1_000_000,
-                }
-                for e in readback.batch.all_exchanges()
-            ],
+            "requests": [converter.unstructure(e) for e in readback.batch.all_exchanges()],
         }
-    else:
-        source = {"kind": "historical"}
-    version = _observation(readback.version)
+    return {"kind": "historical"}
+
+
+def _section_json(section: FrontDoorSection) -> FrontDoorDocument:
+    readback = section.readback
     models = _observation(readback.models)
-    metrics = _observation(readback.metrics)
-    health = _observation(readback.health)
-    world = _observation(readback.world_size)
     info = _observation(readback.server_info_json) or _observation(readback.server_info)
     return {
-        "source": source,
-        "join": join_doc,
+        "source": _source_json(readback),
+        "join": _join_section_json(section.join),
         "routes": route_outcomes(readback),
         "observations": {
-            "version": None if version is None else version.raw,
+            "version": converter.unstructure(_observation(readback.version)),
             "models": None
             if models is None
-            else [
-                {
-                    "id": card.served_id,
-                    "owned_by": card.owned_by,
-                    "root": card.root,
-                    "parent": card.parent,
-                    "max_model_len": None
-                    if card.max_model_len is None
-                    else card.max_model_len.value,
-                }
-                for card in models.cards
-            ],
-            "metrics": None
-            if metrics is None
-            else {
-                "cache_config_info": [
-                    {"labels": series.labels, "value": str(series.value)}
-                    for series in metrics.cache_config_info
-                ],
-                "process_start_time_seconds": None
-                if metrics.process_start_time is None
-                else str(metrics.process_start_time.seconds),
-                "vllm_families": sorted(metrics.vllm_families),
-            },
-            "health": None if health is None else {"status": health.status},
-            "server_info": _server_info_json(info),
-            "world_size": None if world is None else {"product": world.product},
+            else [converter.unstructure(card) for card in models.cards],
+            "metrics": converter.unstructure(_observation(readback.metrics)),
+            "health": converter.unstructure(_observation(readback.health)),
+            "server_info": converter.unstructure(info),
+            "world_size": converter.unstructure(_observation(readback.world_size)),
         },
     }
+
+
+def _version_json(version: SelfReportedVersion) -> str:
+    return version.raw
+
+
+def _health_json(health: HealthAnswer) -> dict[str, Any]:
+    return {"status": health.status}
+
+
+def _world_size_json(world: WorldSizeProduct) -> dict[str, Any]:
+    return {"product": world.product}
+
+
+for _arm in get_args(Outcome):
+    converter.register_unstructure_hook(get_origin(_arm) or _arm, _arm_json)
+converter.register_unstructure_hook(Exchange, _exchange_json)
+converter.register_unstructure_hook(ServerInfo, _server_info_json)
+converter.register_unstructure_hook(ModelCard, _model_card_json)
+converter.register_unstructure_hook(CacheConfigSeries, _series_json)
+converter.register_unstructure_hook(MetricsObservation, _metrics_json)
+converter.register_unstructure_hook(SelfReportedVersion, _version_json)
+converter.register_unstructure_hook(HealthAnswer, _health_json)
+converter.register_unstructure_hook(WorldSizeProduct, _world_size_json)
+converter.register_unstructure_hook(FrontDoorSection, _section_json)

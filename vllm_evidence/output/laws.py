@@ -1,13 +1,21 @@
-"""The law table's JSON: one law (or its absence) with its scope and sources.
+"""The law table's JSON: one law (or its absence) with its scope and sources, and the
+``vllm-evidence.laws/1`` documents (the whole table, or one release's answers).
 
-Shared by ``vllm-evidence laws --json``, the assessment document's ``laws[]`` and the
-audit document.
+The hooks here render every law kind on the package's converter
+(:mod:`vllm_evidence._converter`); the same rendering is the assessment document's
+``laws[]``, the audit's ``law`` and ``vllm-evidence laws --json``.  Each law kind is a
+variant of a union tagged by its ``question`` (``route.*``, ``parallel_evidence.*``, …)
+and by its own keys; ``vllm-evidence schema laws`` publishes it.
 """
 
 from __future__ import annotations
 
-from typing import assert_never
+from collections.abc import Sequence
+from typing import Any, assert_never, get_args
 
+import attrs
+
+from vllm_evidence._converter import converter
 from vllm_evidence.upstream.laws import (
     CacheConfigLabelsLaw,
     CapacityLaw,
@@ -20,27 +28,58 @@ from vllm_evidence.upstream.laws import (
     LawNotEstablished,
     ModelCardLaw,
     ParallelEvidenceLaw,
+    Question,
+    ReleaseLaws,
     RouteLaw,
+    VersionNotEstablished,
 )
-from vllm_evidence.upstream.releases import ReleaseSpan
+from vllm_evidence.upstream.releases import KNOWN_SPAN, ReadRelease, ReleaseSpan
 
-__all__ = ["law_json"]
+__all__ = ["SCHEMA", "LawTable", "law_json", "laws_document"]
+
+SCHEMA = "vllm-evidence.laws/1"
 
 
-def law_json(law: Law | LawNotEstablished) -> dict[str, object]:
+def law_json(law: Law | LawNotEstablished) -> dict[str, Any]:
     """A JSON-ready description of a law (or of its absence), with its scope and sources."""
-    if isinstance(law, LawNotEstablished):
-        return {
-            "question": law.question.key,
-            "established": False,
-            "statement": law.statement,
-            "known_spans": [_span_json(s) for s in law.known_spans],
-        }
+    document: dict[str, Any] = converter.unstructure(law)
+    return document
+
+
+@attrs.frozen
+class LawTable:
+    """The whole law table and the releases it was read from: the document of
+    ``vllm-evidence laws --json`` without ``--version``."""
+
+    questions: Sequence[tuple[Question, Sequence[Law]]]
+    releases: Sequence[ReadRelease]
+
+
+def laws_document(laws: LawTable | ReleaseLaws | VersionNotEstablished) -> dict[str, Any]:
+    """The ``vllm-evidence.laws/1`` document: the whole table, or one release's answers."""
+    document: dict[str, Any] = converter.unstructure(laws)
+    return document
+
+
+def _span_json(s: ReleaseSpan) -> dict[str, str]:
+    return {"first": str(s.first), "last": str(s.last)}
+
+
+def _not_established_json(law: LawNotEstablished) -> dict[str, object]:
+    return {
+        "question": law.question.key,
+        "established": False,
+        "statement": law.statement,
+        "known_spans": [converter.unstructure(s) for s in law.known_spans],
+    }
+
+
+def _law_json(law: Law) -> dict[str, object]:
     doc: dict[str, object] = {
         "question": law.question.key,
         "established": True,
         "statement": law.statement,
-        "span": _span_json(law.span),
+        "span": converter.unstructure(law.span),
         "sources": list(law.sources),
     }
     match law:
@@ -82,5 +121,48 @@ def law_json(law: Law | LawNotEstablished) -> dict[str, object]:
     return doc
 
 
-def _span_json(s: ReleaseSpan) -> dict[str, str]:
-    return {"first": str(s.first), "last": str(s.last)}
+def _release_json(r: ReadRelease) -> dict[str, object]:
+    return {"version": str(r.version), "commit": r.commit, "how": r.how.value}
+
+
+def _table_json(table: LawTable) -> dict[str, object]:
+    return {
+        "schema": SCHEMA,
+        "version": None,
+        "read_releases": [converter.unstructure(r) for r in table.releases],
+        "questions": [
+            {"key": q.key, "text": q.text, "laws": [converter.unstructure(law) for law in laws]}
+            for q, laws in table.questions
+        ],
+    }
+
+
+def _release_laws_json(laws: ReleaseLaws) -> dict[str, object]:
+    return {
+        "schema": SCHEMA,
+        "version": str(laws.version),
+        "established": True,
+        "known_span": converter.unstructure(KNOWN_SPAN),
+        "answers": [converter.unstructure(answer) for _, answer in laws.answers],
+    }
+
+
+def _version_not_established_json(laws: VersionNotEstablished) -> dict[str, object]:
+    return {
+        "schema": SCHEMA,
+        "version": str(laws.version),
+        "established": False,
+        "statement": laws.statement,
+        "known_span": converter.unstructure(laws.known),
+        "answers": [],
+    }
+
+
+converter.register_unstructure_hook(ReleaseSpan, _span_json)
+converter.register_unstructure_hook(LawNotEstablished, _not_established_json)
+for _kind in get_args(Law):
+    converter.register_unstructure_hook(_kind, _law_json)
+converter.register_unstructure_hook(ReadRelease, _release_json)
+converter.register_unstructure_hook(LawTable, _table_json)
+converter.register_unstructure_hook(ReleaseLaws, _release_laws_json)
+converter.register_unstructure_hook(VersionNotEstablished, _version_not_established_json)

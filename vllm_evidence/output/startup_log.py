@@ -1,7 +1,15 @@
-"""A read startup log as the ``vllm-evidence.startup-log/1`` JSON document and as text."""
+"""A read startup log as the ``vllm-evidence.startup-log/1`` JSON document and as text.
+
+The document is the package converter's rendering of a
+:class:`~vllm_evidence.adapters.startup_log.StartupLog`; the hooks of the log's types
+(the log, its launches, process tags) are registered here.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
+from vllm_evidence._converter import converter
 from vllm_evidence.adapters.startup_log import Launch, ProcessTag, StartupLog
 
 __all__ = ["SCHEMA", "render_startup_log", "startup_log_document"]
@@ -9,10 +17,8 @@ __all__ = ["SCHEMA", "render_startup_log", "startup_log_document"]
 SCHEMA = "vllm-evidence.startup-log/1"
 
 
-def _proc(process: ProcessTag | None) -> dict[str, object] | None:
+def _process_json(process: ProcessTag) -> dict[str, object]:
     """A process tag as a JSON object."""
-    if process is None:
-        return None
     return {"name": process.name, "pid": process.pid, "ip": process.ip, "tag": process.text}
 
 
@@ -27,7 +33,12 @@ def _launch_document(launch: Launch) -> dict[str, object]:
         "last_line": launch.last_line,
         "version": version.text if version else None,
         "versions": [
-            {"text": v.text, "source": v.source.value, "line": v.line, "process": _proc(v.process)}
+            {
+                "text": v.text,
+                "source": v.source.value,
+                "line": v.line,
+                "process": converter.unstructure(v.process),
+            }
             for v in launch.versions
         ],
         "served_model_names": list(names) if names is not None else None,
@@ -79,7 +90,7 @@ def _launch_document(launch: Launch) -> dict[str, object]:
                 "backend": r.backend,
                 "group_ranks": dict(r.group_ranks),
                 "repeated": r.repeated,
-                "process": _proc(r.process),
+                "process": converter.unstructure(r.process),
             }
             for r in launch.ranks
         ],
@@ -92,7 +103,7 @@ def _launch_document(launch: Launch) -> dict[str, object]:
                 "marker": o.marker.value,
                 "named": o.named.value if o.named else None,
                 "line": o.line,
-                "process": _proc(o.process),
+                "process": converter.unstructure(o.process),
             }
             for o in launch.executor_observations
         ],
@@ -107,7 +118,7 @@ def _launch_document(launch: Launch) -> dict[str, object]:
                 "concurrency_line": c.concurrency_line,
                 "format": c.format.value,
                 "process": c.process.name if c.process else None,
-                "process_tag": _proc(c.process),
+                "process_tag": converter.unstructure(c.process),
                 "device": c.device,
                 "tokens": c.tokens.value if c.tokens else None,
                 "max_model_len": c.max_model_len.value if c.max_model_len else None,
@@ -121,21 +132,31 @@ def _launch_document(launch: Launch) -> dict[str, object]:
                 "device": b.device,
                 "gpu_blocks": b.device_blocks.value,
                 "cpu_blocks": b.cpu_blocks.value if b.cpu_blocks else None,
-                "process": _proc(b.process),
+                "process": converter.unstructure(b.process),
             }
             for b in launch.blocks
         ],
         "available_kv_cache_memory_gib": [m.text for m in launch.available_memory],
         "available_kv_cache_memory": [
-            {"gib": m.text, "line": m.line, "repeated": m.repeated, "process": _proc(m.process)}
+            {
+                "gib": m.text,
+                "line": m.line,
+                "repeated": m.repeated,
+                "process": converter.unstructure(m.process),
+            }
             for m in launch.available_memory
         ],
         "api_server_pids": list(launch.api_server_pids),
     }
 
 
-def startup_log_document(log: StartupLog) -> dict[str, object]:
+def startup_log_document(log: StartupLog) -> dict[str, Any]:
     """The ``vllm-evidence.startup-log/1`` JSON document of a read log."""
+    document: dict[str, Any] = converter.unstructure(log)
+    return document
+
+
+def _log_json(log: StartupLog) -> dict[str, object]:
     return {
         "schema": SCHEMA,
         "source": log.source,
@@ -143,8 +164,13 @@ def startup_log_document(log: StartupLog) -> dict[str, object]:
         "size_bytes": log.size_bytes,
         "line_count": log.line_count,
         "wrap_width": log.wrap_width,
-        "launches": [_launch_document(launch) for launch in log.launches],
+        "launches": [converter.unstructure(launch) for launch in log.launches],
     }
+
+
+converter.register_unstructure_hook(ProcessTag, _process_json)
+converter.register_unstructure_hook(Launch, _launch_document)
+converter.register_unstructure_hook(StartupLog, _log_json)
 
 
 def render_startup_log(log: StartupLog) -> str:

@@ -16,11 +16,12 @@ answer everywhere:
 from __future__ import annotations
 
 import enum
-from typing import TypeVar, final
+from typing import TypedDict, TypeVar, final
 
 import attrs
 from packaging.version import Version
 
+from vllm_evidence._converter import converter
 from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.adapters.models import ServedModels
 from vllm_evidence.adapters.outcome import Outcome, Parsed
@@ -32,6 +33,7 @@ __all__ = [
     "Evidence",
     "FrontDoor",
     "Source",
+    "SourceDocument",
     "SourceKind",
     "arm_name",
     "gather",
@@ -67,13 +69,27 @@ class Source(Sealed):
     def __str__(self) -> str:
         return self.where
 
-    def as_json(self) -> dict[str, str]:
-        """``{"kind": "front_door" | "startup_log", "where": …}``."""
-        return {"kind": self.kind.value, "where": self.where}
+    def as_json(self) -> SourceDocument:
+        """``{"kind": "front_door" | "startup_log", "where": …}`` (through the converter)."""
+        document: SourceDocument = converter.unstructure(self)
+        return document
 
     def _repr_summary(self) -> str:
         return f"{self.kind.value}: {self.where}"
 
+
+class SourceDocument(TypedDict):
+    """A :class:`Source` in every JSON document."""
+
+    kind: str
+    where: str
+
+
+def _source_document(source: Source) -> SourceDocument:
+    return {"kind": source.kind.value, "where": source.where}
+
+
+converter.register_unstructure_hook(Source, _source_document)
 
 _mint_source = minter(Source, Source.__attrs_init__)
 

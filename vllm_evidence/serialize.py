@@ -1,0 +1,71 @@
+"""Every JSON document the package emits, from one converter, and their JSON Schemas.
+
+Each document is the package converter's rendering (:data:`converter`, a
+:class:`cattrs.Converter`) of a typed value: the hooks sit beside the types they render
+(``output/`` and ``capture/directory.py``) and are registered when those modules are
+imported, which this module does.  The converter only *unstructures* sealed values:
+nothing decided is read back from JSON (structuring a sealed type raises
+:class:`~vllm_evidence._seal.SealedTypeError`); a saved capture is re-read from its
+bytes by :func:`vllm_evidence.load`.
+
+===================  =====================================  ==========================
+document             function                               schema (``schema(name)``)
+===================  =====================================  ==========================
+assessment           :func:`assessment_document`            ``assessment``
+startup log          :func:`startup_log_document`           ``startup-log``
+law table            :func:`laws_document`                  ``laws``
+upstream audit       :func:`audit_document`                 ``audit``
+capture manifest     :func:`manifest_document`              ``capture-manifest``
+===================  =====================================  ==========================
+
+The schemas (JSON Schema draft 2020-12) ship as package data in
+``vllm_evidence/schemas/`` and are printed by ``vllm-evidence schema NAME``.
+"""
+
+from __future__ import annotations
+
+import json
+from importlib import resources
+from typing import Any
+
+from vllm_evidence._converter import converter
+from vllm_evidence.capture.directory import manifest_document
+from vllm_evidence.output.assessment import AssessmentDocument, assessment_document
+from vllm_evidence.output.audit import audit_document
+from vllm_evidence.output.front_door import front_door_document
+from vllm_evidence.output.laws import LawTable, law_json, laws_document
+from vllm_evidence.output.startup_log import startup_log_document
+
+__all__ = [
+    "SCHEMA_NAMES",
+    "AssessmentDocument",
+    "LawTable",
+    "assessment_document",
+    "audit_document",
+    "converter",
+    "front_door_document",
+    "law_json",
+    "laws_document",
+    "manifest_document",
+    "schema",
+    "startup_log_document",
+]
+
+#: The published schemas, by the name ``vllm-evidence schema NAME`` takes.
+SCHEMA_NAMES: tuple[str, ...] = (
+    "assessment",
+    "startup-log",
+    "laws",
+    "audit",
+    "capture-manifest",
+)
+
+
+def schema(name: str) -> dict[str, Any]:
+    """The JSON Schema (draft 2020-12) of the document ``name`` (one of
+    :data:`SCHEMA_NAMES`); :class:`KeyError` for any other name."""
+    if name not in SCHEMA_NAMES:
+        raise KeyError(name)
+    text = resources.files("vllm_evidence").joinpath("schemas", f"{name}.json").read_text("utf-8")
+    document: dict[str, Any] = json.loads(text)
+    return document
