@@ -18,6 +18,11 @@ upstream audit       :func:`audit_document`                 ``audit``
 capture manifest     :func:`manifest_document`              ``capture-manifest``
 ===================  =====================================  ==========================
 
+Going back is re-derivation only: :func:`dumps` writes an assessment's raw evidence
+(``vllm-evidence.evidence/1``) and :func:`loads` runs the parsers and decisions over it
+again, refusing when the bytes do not reproduce the recorded digests and verdicts (see
+:mod:`vllm_evidence.rederive`).  Pickling a sealed value works the same way.
+
 The schemas (JSON Schema draft 2020-12) ship as package data in
 ``vllm_evidence/schemas/`` and are printed by ``vllm-evidence schema NAME``.
 """
@@ -35,6 +40,7 @@ from vllm_evidence.output.audit import audit_document
 from vllm_evidence.output.front_door import front_door_document
 from vllm_evidence.output.laws import LawTable, law_json, laws_document
 from vllm_evidence.output.startup_log import startup_log_document
+from vllm_evidence.rederive import dumps, loads
 
 __all__ = [
     "SCHEMA_NAMES",
@@ -43,9 +49,11 @@ __all__ = [
     "assessment_document",
     "audit_document",
     "converter",
+    "dumps",
     "front_door_document",
     "law_json",
     "laws_document",
+    "loads",
     "manifest_document",
     "schema",
     "startup_log_document",

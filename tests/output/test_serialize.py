@@ -126,3 +126,17 @@ def test_the_digest_check_still_runs_after_structuring(saved: Path, tmp_path: Pa
     body.write_bytes(body.read_bytes() + b" ")
     with pytest.raises(CaptureIntegrityError, match="does not match"):
         read(copy)
+
+
+def test_serialize_goes_back_only_by_re_derivation() -> None:
+    from tests._evidence import probe_stub, real_log
+    from vllm_evidence import assess, serialize
+    from vllm_evidence.errors import EvidenceMismatchError
+
+    assessment = assess(probe_stub(), real_log())
+    text = serialize.dumps(assessment, embed_log=True)
+    assert serialize.loads(text) == assessment
+    tampered = text.replace('"verdict": "established"', '"verdict": "refused"', 1)
+    assert tampered != text
+    with pytest.raises(EvidenceMismatchError):
+        serialize.loads(tampered)
