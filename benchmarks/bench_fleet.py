@@ -8,7 +8,7 @@ Each round runs, interleaved:
 
 * ``vllm-evidence probe --targets FILE --json --concurrency C`` on the first 200 (and on
   all 1,000) servers, as a fresh process: wall time (interpreter start and imports
-  included), CPU time and peak RSS of that process (``os.wait4``);
+  included), CPU time of that process (``os.wait4``) and its peak RSS (``VmHWM``);
 * the baseline: the same 200 servers probed one after another in this process, as a
   script using the library would (``probe_sync``, ``assess``, the assessment document),
   wall and CPU time.
@@ -36,6 +36,20 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 REAL = HERE.parent / "tests/fixtures/real/vllm-0.32.0-cpu/tp1-devmode-alias"
 
+#: Runs the CLI and writes its peak RSS to stderr at exit: VmHWM, the peak of this
+#: process image only (``ru_maxrss`` would also count the benchmark's own pages, which
+#: the child held between fork and exec).
+WRAP = """
+import atexit, runpy, sys
+def peak():
+    for line in open("/proc/self/status"):
+        if line.startswith("VmHWM:"):
+            sys.stderr.write("peak_kib " + line.split()[1] + "\\n")
+atexit.register(peak)
+sys.argv = ["vllm-evidence", *sys.argv[1:]]
+runpy.run_module("vllm_evidence", run_name="__main__")
+"""
+
 HOST = """
 import sys
 from contextlib import ExitStack
@@ -55,16 +69,16 @@ def run_cli(
 ) -> tuple[float, float, float, list[dict[str, Any]]]:
     """Wall s, CPU s, peak RSS MiB and the JSON lines of one CLI fleet run."""
     env = dict(os.environ, NO_COLOR="1")
-    argv = [sys.executable, "-m", "vllm_evidence", "probe", "--json"]
+    argv = [sys.executable, "-c", WRAP, "probe", "--json"]
     argv += ["--concurrency", str(concurrency)]
     if pythonpath:
         env["PYTHONPATH"] = pythonpath
         argv += urls
     else:
         argv += ["--targets", str(listing)]
-    with tempfile.TemporaryFile() as out:
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
         start = time.perf_counter()
-        child = subprocess.Popen(argv, stdout=out, env=env)
+        child = subprocess.Popen(argv, stdout=out, stderr=err, env=env)
         _, status, usage = os.wait4(child.pid, 0)
         wall = time.perf_counter() - start
         child.returncode = os.waitstatus_to_exitcode(status)
@@ -73,7 +87,9 @@ def run_cli(
             raise SystemExit(msg)
         out.seek(0)
         docs = [json.loads(line) for line in out.read().decode().splitlines()]
-    return wall, usage.ru_utime + usage.ru_stime, usage.ru_maxrss / 1024, docs
+        err.seek(0)
+        peaks = [int(w.split()[1]) for w in err.read().decode().splitlines() if "peak_kib" in w]
+    return wall, usage.ru_utime + usage.ru_stime, max(peaks, default=0) / 1024, docs
 
 
 def run_sequential(urls: list[str]) -> tuple[float, float, dict[str, dict[str, Any]]]:
@@ -113,6 +129,10 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=64)
     parser.add_argument("--latency", type=float, default=0.02)
     parser.add_argument("--cli-pythonpath")
+    parser.add_argument(
+        "--also-pythonpath",
+        help="also run, interleaved, the CLI of another source tree on the small fleet",
+    )
     args = parser.parse_args()
     small, large = args.servers
     host = subprocess.Popen(
@@ -136,8 +156,13 @@ def main() -> int:
             fleet_s: dict[int, list[float]] = {small: [], large: []}
             fleet_cpu: dict[int, list[float]] = {small: [], large: []}
             rss: list[float] = []
-            seq_s, seq_cpu, speedup, growth = [], [], [], []
+            seq_s, seq_cpu, speedup, growth, other_s, other_vs = [], [], [], [], [], []
             for _round in range(args.pairs):
+                if args.also_pythonpath:
+                    wall, _, _, _ = run_cli(
+                        urls[:small], lists[small], args.concurrency, args.also_pythonpath
+                    )
+                    other_s.append(wall)
                 for n in (small, large):
                     wall, cpu, peak, docs = run_cli(
                         urls[:n], lists[n], args.concurrency, args.cli_pythonpath
@@ -156,6 +181,8 @@ def main() -> int:
                 seq_cpu.append(cpu * 1000 / small)
                 speedup.append(wall / fleet_s[small][-1])
                 growth.append(fleet_s[large][-1] / fleet_s[small][-1])
+                if other_s:
+                    other_vs.append(other_s[-1] / fleet_s[small][-1])
         print(
             f"{small} and {large} loopback stub servers, {args.latency * 1000:.0f} ms latency, "
             f"--concurrency {args.concurrency}, {args.pairs} interleaved rounds"
@@ -164,6 +191,9 @@ def main() -> int:
         line(f"CLI fleet, {small} servers (s)", fleet_s[small])
         line(f"one after another in-process, {small} (s)", seq_s)
         line(f"CLI fleet, {large} servers (s)", fleet_s[large])
+        if other_s:
+            line(f"other tree's CLI fleet, {small} (s)", other_s)
+            line(f"other tree's CLI / this CLI, {small} (x)", other_vs)
         line(f"speed-up on {small}: one-by-one / fleet (x)", speedup)
         line(f"{large} / {small} fleet time (x)", growth)
         line(f"CPU per server, fleet of {small} (ms)", fleet_cpu[small])

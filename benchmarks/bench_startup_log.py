@@ -66,7 +66,8 @@ from vllm_evidence.adapters.startup_log import read_startup_log
 t1 = time.perf_counter()
 log = read_startup_log(sys.argv[1])
 t2 = time.perf_counter()
-rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+# VmHWM: this process image's own peak (ru_maxrss would count the driver's pages too)
+rss = next(int(l.split()[1]) for l in open("/proc/self/status") if l.startswith("VmHWM:"))
 caps = [(c.format.value, c.device, str(c.tokens), c.line) for l in log.launches for c in l.capacity]
 print(t1 - t0, t2 - t1, rss, len(log.launches), len(caps), caps)
 """
