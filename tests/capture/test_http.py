@@ -447,3 +447,100 @@ def test_a_fleet_row_names_a_refused_base_path(capsys: pytest.CaptureFixture[str
     assert status == 0
     assert out.count("would read a different route") == 2
     assert lines == []
+
+
+# --------------------------------------------------------------------------------
+# One client shared by every target of a run.
+
+
+def test_a_shared_client_reads_each_target_like_its_own_client() -> None:
+    from vllm_evidence.capture.http import new_client
+
+    key = "sk-shared-client-5521"
+
+    async def both(a: str, b: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
+        sent_a: list[tuple[str, str]] = []
+        sent_b: list[tuple[str, str]] = []
+        from vllm_evidence.capture.http import _TRANSPORTS
+
+        async with new_client() as client:
+            await asyncio.gather(
+                probe(a, client=client, sent=sent_a, api_key=key),
+                probe(b, client=client, sent=sent_b),
+            )
+            # each server's connections close when its probe ends: what is open is
+            # bounded by the servers being read, not by the servers read so far
+            assert _TRANSPORTS[client].open_pools == 0
+        return sent_a, sent_b
+
+    with serve_capture(REAL, api_key=key) as a, serve_capture(REAL) as b:
+        sent_a, sent_b = asyncio.run(both(a.url, b.url))
+        alone = probe_sync(b.url)
+        got_a, got_b = list(a.requests), list(b.requests)
+    assert forbidden(got_a + got_b) == []
+    assert sorted(sent_a) == sorted(sent_b)
+    assert {(r.method, r.path) for r in got_a} == set(sent_a)
+    # the key goes with its own target's requests only, and the headers are the same
+    # with a shared client as with a probe's own
+    assert all(dict(r.headers).get("authorization") == f"Bearer {key}" for r in got_a)
+    assert all("authorization" not in dict(r.headers) for r in got_b)
+    shared_headers = {tuple(k for k, _ in r.headers) for r in got_b[: len(got_b) // 2]}
+    own_headers = {tuple(k for k, _ in r.headers) for r in got_b[len(got_b) // 2 :]}
+    assert shared_headers == own_headers
+    assert [e.route for e in alone.exchanges] == [r for r in PROBE_ROUTES if r is not Route.METRICS]
+
+
+def test_a_client_that_could_rewrite_a_request_is_refused() -> None:
+    import httpx
+
+    async def rewrite(request: httpx.Request) -> None:
+        request.url = request.url.copy_with(raw_path=b"/collective_rpc")
+
+    async def attempt(client: httpx.AsyncClient) -> None:
+        async with client:
+            await probe("http://127.0.0.1:9", client=client)
+
+    for client in (
+        httpx.AsyncClient(event_hooks={"request": [rewrite]}),
+        httpx.AsyncClient(auth=("user", "pw")),
+    ):
+        with pytest.raises(InputError, match="closed route set"):
+            asyncio.run(attempt(client))
+
+
+def test_verify_takes_a_ca_file_or_a_context(tmp_path: Path) -> None:
+    import ssl
+
+    from vllm_evidence.capture.http import new_client
+
+    async def make(verify: bool | str | ssl.SSLContext) -> None:
+        async with new_client(verify=verify):
+            pass
+
+    asyncio.run(make(ssl.create_default_context()))
+    asyncio.run(make(False))
+    bad = tmp_path / "ca.pem"
+    bad.write_text("not a certificate", encoding="utf-8")
+    with pytest.raises(InputError, match="cannot load CA certificates"):
+        asyncio.run(make(str(bad)))
+
+
+def test_no_import_is_retried_on_every_request() -> None:
+    # httpcore imports sniffio at every lock it makes; anyio >= 4.11 no longer depends
+    # on it, so without it declared each request retried a failed import (~56 a probe).
+    import sys
+
+    looked_up: list[str] = []
+
+    class Spy:
+        def find_spec(self, name: str, path: object = None, target: object = None) -> None:
+            looked_up.append(name)
+
+    sys.meta_path.insert(0, Spy())
+    try:
+        with serve_capture(REAL) as door:
+            for _ in range(3):
+                probe_sync(door.url)
+    finally:
+        sys.meta_path.pop(0)
+    assert looked_up.count("sniffio") == 0

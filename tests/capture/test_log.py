@@ -21,7 +21,7 @@ from vllm_evidence.adapters.startup_log import (
     keyword_line_starts,
     read_startup_log,
 )
-from vllm_evidence.capture.log import BLOCK_BYTES
+from vllm_evidence.capture.log import BLOCK_BYTES, LineRules
 
 _PIECES = [k.encode() for k in KEYWORDS] + [
     b"\n",
@@ -50,34 +50,70 @@ def _regex_line_starts(block: bytes) -> list[int]:
 
 @given(
     st.lists(st.sampled_from(_PIECES), max_size=200),
-    st.sampled_from([b"", b"K", b"x", b"z", b"D"]),
+    st.sampled_from([b"", b"K", b"x", b"z", b"D", b"executor", b"version"]),
     st.booleans(),
 )
 def test_line_starts_equal_one_regex_search(
-    pieces: list[bytes], rare: bytes, after_sample: bool
+    pieces: list[bytes], dense: bytes, long_block: bool
 ) -> None:
-    # A run of one rare byte makes it dense: seen in the sample, the keyword is searched
-    # through its next byte; past the sample, its pass gives up and the whole keyword is
-    # searched.  Every way of finding a keyword is exercised.
-    dense = rare * 70_000 + b"\n"
-    head = b"." * 70_000 + b"\n" + dense if after_sample else dense
+    # A byte or keyword repeated far past one search window, then the generated lines:
+    # matches near and across window cuts, and lines with many matches.
+    head = (dense * (70_000 // len(dense)) + b"\n") if dense else b""
+    if long_block:
+        head = b"." * 70_000 + b"\n" + head
     block = head + b"".join(pieces) + b"\n"
     assert keyword_line_starts(block) == _regex_line_starts(block)
 
 
-_RARE = sorted({b for k in KEYWORDS for b in k.encode()})
+_KEYWORD_BYTES = sorted({b for k in KEYWORDS for b in k.encode()})
 
 
-@pytest.mark.parametrize("after_sample", [False, True])
-@pytest.mark.parametrize("rare", _RARE)
-def test_every_keyword_found_whatever_byte_is_dense(rare: int, after_sample: bool) -> None:
-    dense = bytes((rare,)) * 70_000 + b"\n"
-    head = b"." * 70_000 + b"\n" + dense if after_sample else dense
+@pytest.mark.parametrize("dense", _KEYWORD_BYTES)
+def test_every_keyword_found_whatever_byte_is_dense(dense: int) -> None:
     lines = [b"x" + k.encode() + b"y" for k in KEYWORDS] + [k.encode() for k in KEYWORDS]
-    block = head + b"\n".join([*lines, b"no keyword here"]) + b"\n"
+    block = bytes((dense,)) * 70_000 + b"\n" + b"\n".join([*lines, b"no keyword here"]) + b"\n"
     found = keyword_line_starts(block)
     assert found == _regex_line_starts(block)
     assert len(found) >= 2 * len(KEYWORDS)
+
+
+def test_a_line_longer_than_a_window_is_reported_once() -> None:
+    long = b"a" * 100_000 + b"version" + b"b" * 100_000 + b"executor\n"
+    block = b"Route: /x\n" + long + b"plain\n" + long
+    assert keyword_line_starts(block) == [0, 10, 10 + len(long) + 6]
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        # vLLM 0.32 (v1/metrics/loggers.py), under the real 0.32 log's record head
+        (
+            b"(APIServer pid=9635) INFO 11-30 05:04:22 [loggers.py:257] Engine 000: Avg prompt "
+            b"throughput: 12.3 tokens/s, Avg generation throughput: 45.6 tokens/s, Running: 3 "
+            b"reqs, Waiting: 0 reqs, GPU KV cache usage: 1.2%, Prefix cache hit rate: 0.0%"
+        ),
+        # V0 (engine/metrics.py)
+        (
+            b"INFO 12-27 10:00:10 metrics.py:351] Avg prompt throughput: 0.0 tokens/s, Avg "
+            b"generation throughput: 0.0 tokens/s, Running: 0 reqs, Swapped: 0 reqs, Pending: 0 "
+            b"reqs, GPU KV cache usage: 0.0%, CPU KV cache usage: 0.0%."
+        ),
+        b'INFO:     127.0.0.1:45930 - "POST /v1/chat/completions HTTP/1.1" 200 OK',
+    ],
+)
+def test_serving_lines_are_never_decoded(line: bytes) -> None:
+    # The periodic stats line and the access line hold no keyword: a serving log's bulk
+    # is skipped by the byte scan, before any head parsing.
+    assert keyword_line_starts(line * 3 + b"\n") == []
+    assert keyword_line_starts((line + b"\n") * 3) == []
+
+
+def test_keywords_are_non_empty_and_hold_no_newline() -> None:
+    from vllm_evidence.capture.log import KeywordScan
+
+    for bad in ([], [b""], [b"a\nb"]):
+        with pytest.raises(ValueError, match="non-empty"):
+            KeywordScan(bad)
 
 
 def test_line_numbers_exact_across_blocks() -> None:
@@ -91,6 +127,75 @@ def test_line_numbers_exact_across_blocks() -> None:
     assert isinstance(log, StartupLog)
     assert log.line_count == n + 5
     assert [v.line for v in log.launches[0].versions] == [n + 1]
+
+
+def _old_blocks(data: bytes, block: int, max_line: int) -> bytes:
+    """The lines the reader keeps, by its first algorithm (each read appended to the line
+    the last read cut, the whole cut at its last newline; a cut line past ``max_line``
+    bytes keeps its first ``max_line`` and the rest up to its newline is dropped)."""
+    out, carry, dropping = [], b"", False
+    for i in range(0, len(data), block):
+        chunk = data[i : i + block]
+        if dropping:
+            nl = chunk.find(b"\n")
+            if nl < 0:
+                continue
+            chunk, dropping = chunk[nl:], False
+        buf = carry + chunk
+        cut = buf.rfind(b"\n")
+        if cut < 0:
+            carry = buf
+        else:
+            out.append(buf[: cut + 1])
+            carry = buf[cut + 1 :]
+        if len(carry) > max_line:
+            carry, dropping = carry[:max_line], True
+    if carry:
+        out.append(carry + b"\n")
+    return b"".join(out)
+
+
+@given(
+    st.lists(
+        st.sampled_from([b"\n", b"ab", b"x" * 9, b"version", b"Route: ", b"\n\n", b"q" * 30]),
+        min_size=1,
+        max_size=60,
+    ),
+    st.integers(4, 40),
+    st.integers(2, 24),
+)
+def test_runs_keep_exactly_the_lines_of_whole_blocks(
+    pieces: list[bytes], block: int, max_line: int
+) -> None:
+    # Runs are cut without copying a block: the lines kept, their numbers and the
+    # keyword lines found are those of cutting each block at its last newline.
+    import vllm_evidence.capture.log as capture_log
+
+    data = b"".join(pieces)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(capture_log, "BLOCK_BYTES", block)
+        mp.setattr(capture_log, "MAX_LINE_BYTES", max_line)
+        reader = capture_log._Reader(io.BytesIO(data))
+        runs = list(reader.blocks())
+        kept = _old_blocks(data, block, max_line)
+        assert b"".join(b[s:e] for b, s, e in runs) == kept
+        assert all(b[s:e].endswith(b"\n") and (s == 0 or b[s - 1] == 10) for b, s, e in runs)
+        assert reader.size == len(data)
+        lines = kept.split(b"\n")[:-1]
+        want = [(i + 1, t.decode()) for i, t in enumerate(lines) if _regex_line_starts(t)]
+        got = capture_log.read_log(
+            io.BytesIO(data),
+            _rules(),
+            "off",
+            lambda ll: (list(ll), ll.line_count),
+        )
+        assert got == (want, len(lines))
+
+
+def _rules() -> LineRules:
+    from vllm_evidence.adapters.startup_log.launch import _RULES
+
+    return _RULES
 
 
 # --- hard-wrap detection and rejoining ---------------------------------------------

@@ -155,10 +155,72 @@ def test_fleet_table_and_json_lines() -> None:
     assert table.returncode == 0
     assert "2 vLLM servers" in table.stdout
     assert table.stdout.count("0.32.0") >= 2
-    docs = [json.loads(line) for line in lines.stdout.splitlines()]
-    assert [d["target"] for d in docs] == [a.url, b.url]
-    assert docs[0]["decisions"]["served_identity"]["served_ids"] == ["tiny-llama:q4-alias"]
-    assert docs[1]["decisions"]["served_identity"]["reason"] == "models_unobserved"
+    # one line per server, in the order they finished; each names its target
+    docs = {d["target"]: d for d in map(json.loads, lines.stdout.splitlines())}
+    assert sorted(docs) == sorted([a.url, b.url])
+    assert docs[a.url]["decisions"]["served_identity"]["served_ids"] == ["tiny-llama:q4-alias"]
+    assert docs[b.url]["decisions"]["served_identity"]["reason"] == "models_unobserved"
+
+
+def test_fleet_json_streams_as_servers_finish_and_the_table_keeps_input_order() -> None:
+    slow = {route: Fault(delay_s=1.0) for route in (Route.VERSION, Route.HEALTH)}
+    with serve_capture(REAL, faults=slow) as a, serve_capture(REAL) as b:
+        lines = _run("probe", a.url, b.url, "--json")
+        table = _run("probe", a.url, b.url)
+    assert [json.loads(line)["target"] for line in lines.stdout.splitlines()] == [b.url, a.url]
+    rows = [line.split()[0] for line in table.stdout.splitlines()[2:]]
+    assert rows == [a.url, b.url]
+
+
+def test_fleet_targets_from_a_file_and_from_stdin(tmp_path: Path) -> None:
+    with serve_capture(REAL) as a, serve_capture(REAL) as b:
+        listing = tmp_path / "fleet.txt"
+        listing.write_text(f"# the fleet\n{a.url}\n\n  {b.url}  \n", encoding="utf-8")
+        from_file = _run("probe", "--targets", str(listing), "--json")
+        from_stdin = subprocess.run(
+            [sys.executable, "-m", "vllm_evidence", "probe", a.url, "--targets", "-", "--json"],
+            input=f"{b.url}\n",
+            capture_output=True,
+            text=True,
+            check=False,
+            timeout=120,
+        )
+    for out in (from_file, from_stdin):
+        assert out.returncode == 0, out.stderr
+        assert sorted(json.loads(line)["target"] for line in out.stdout.splitlines()) == sorted(
+            [a.url, b.url]
+        )
+    missing = _one_line_error(_run("probe", "--targets", str(tmp_path / "nope.txt")))
+    assert "--targets: cannot read" in missing
+    empty = tmp_path / "empty.txt"
+    empty.write_text("# nothing\n", encoding="utf-8")
+    assert "URL" in _one_line_error(_run("probe", "--targets", str(empty)))
+
+
+def test_fleet_never_shows_the_api_key() -> None:
+    dead = f"http://127.0.0.1:{_free_port()}"
+    with serve_capture(REAL, api_key=SECRET) as a, serve_capture(REAL) as b:
+        outs = [
+            _run(
+                "probe",
+                a.url,
+                b.url,
+                dead,
+                "--api-key-env",
+                "VLLM_EVIDENCE_TEST_KEY",
+                *form,
+                env={"VLLM_EVIDENCE_TEST_KEY": SECRET},
+            )
+            for form in ([], ["--json"])
+        ]
+        keyed = [dict(r.headers).get("authorization") for r in a.requests + b.requests]
+    assert set(keyed) == {f"Bearer {SECRET}"}
+    for out in outs:
+        assert out.returncode == 0
+        assert SECRET not in out.stdout + out.stderr
+    docs = {d["target"]: d for d in map(json.loads, outs[1].stdout.splitlines())}
+    assert docs[a.url]["front_door"]["routes"]["v1_models"]["outcome"] == "parsed"
+    assert "cannot read" in docs[dead]["error"]
 
 
 def test_fleet_marks_an_unreachable_server() -> None:

@@ -89,3 +89,26 @@ def test_fault_arguments_are_checked() -> None:
         Fault(trickle_bytes_per_s=0)
     with pytest.raises(ValueError, match="truncate_at"):
         Fault(truncate_at=-1)
+
+
+def test_latency_is_checked_and_a_stopped_stub_leaves_no_thread() -> None:
+    from tests._paths import REAL
+    from vllm_evidence.testing.stub import serve_capture
+
+    with pytest.raises(ValueError, match="latency_s"), serve_capture(REAL, latency_s=-1):
+        pass
+    with serve_capture(REAL, latency_s=0.001) as door:
+        batch = probe_sync(door.url, development_routes=False)
+        # the accept loop sleeps in select() until a connection or the stop: no polling
+        thread = door._thread
+    assert isinstance(readback_from_batch(batch).version, Parsed)
+    assert not thread.is_alive()
+
+
+def test_answers_go_out_without_waiting_on_nagle() -> None:
+    from tests._paths import REAL
+    from vllm_evidence.testing.stub import serve_capture
+
+    with serve_capture(REAL) as door:
+        handler = door._server.RequestHandlerClass
+    assert handler.disable_nagle_algorithm is True  # type: ignore[attr-defined]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from vllm_evidence._cli._output import emit_json, styled
@@ -14,10 +14,16 @@ if TYPE_CHECKING:
     from vllm_evidence.assessment import Assessment
 
 __all__ = [
+    "FLEET_COLUMNS",
     "add_report_arguments",
     "check_requirements",
+    "fleet_cells",
+    "fleet_json_line",
     "print_fleet",
+    "print_fleet_table",
     "print_report",
+    "refused_claims",
+    "report_refused",
 ]
 
 _COLOURS = {"established": "green", "reported": "yellow", "refused": "red"}
@@ -38,16 +44,25 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def check_requirements(assessments: Sequence[Assessment], required: Sequence[Claim]) -> int:
-    """0 when every required claim is established for every server, else 3."""
+def refused_claims(assessment: Assessment, required: Sequence[Claim]) -> list[str]:
+    """The required claims that ``assessment`` does not establish."""
     from vllm_evidence.assessment import claim_established
 
-    refused = [claim for a in assessments for claim in required if not claim_established(a, claim)]
-    if refused:
-        names = ", ".join(sorted(set(refused)))
-        sys.stderr.write(f"vllm-evidence: required claim(s) not established: {names}\n")
+    return [claim for claim in required if not claim_established(assessment, claim)]
+
+
+def report_refused(refused: Iterable[str]) -> int:
+    """3 (and one line on stderr naming them) when any claim was refused, else 0."""
+    names = sorted(set(refused))
+    if names:
+        sys.stderr.write(f"vllm-evidence: required claim(s) not established: {', '.join(names)}\n")
         return 3
     return 0
+
+
+def check_requirements(assessments: Sequence[Assessment], required: Sequence[Claim]) -> int:
+    """0 when every required claim is established for every server, else 3."""
+    return report_refused(claim for a in assessments for claim in refused_claims(a, required))
 
 
 def print_report(assessment: Assessment, *, json_out: bool, target: str | None = None) -> None:
@@ -88,40 +103,53 @@ def print_report(assessment: Assessment, *, json_out: bool, target: str | None =
         console.print(f"  {escape(line)}", overflow="fold")
 
 
-def print_fleet(results: Sequence[tuple[str, Assessment | str]], *, json_out: bool) -> None:
-    """Several servers: one row each (``--json``: one assessment document per line)."""
+FLEET_COLUMNS = ("server", "version", "served ids", "parallel", "capacity", "join", "/health")
+
+
+def fleet_json_line(target: str, result: Assessment | str) -> str:
+    """One server of a fleet as one JSON line (``target`` first; ``error`` or the
+    assessment document): lines of several runs or shards concatenate into one fleet."""
     import json
 
     from vllm_evidence.output.assessment import server_document
 
-    if json_out:
-        for target, result in results:
-            doc = server_document(target, result)
-            sys.stdout.write(json.dumps(doc, ensure_ascii=False) + "\n")
-        return
+    return json.dumps(server_document(target, result), ensure_ascii=False) + "\n"
+
+
+def fleet_cells(target: str, result: Assessment | str) -> list[str]:
+    """One server's row of the fleet table (:data:`FLEET_COLUMNS`)."""
+    if isinstance(result, str):
+        return [target, "-", "-", "-", "-", "-", result]
     from vllm_evidence.output.report import fleet_row
 
-    columns = ["server", "version", "served ids", "parallel", "capacity", "join", "/health"]
+    row = fleet_row(target, result)
+    tp = row.tensor_parallel_size
+    parallel = f"{row.parallel} (TP={tp})" if tp else row.parallel
+    capacity = row.capacity
+    if row.capacity_tokens is not None:
+        capacity += f" {row.capacity_tokens:,} tok"
+    return [
+        row.target,
+        row.version or "?",
+        ", ".join(row.served_ids) or "-",
+        parallel,
+        capacity,
+        row.join,
+        row.health_coverage,
+    ]
 
-    def cells(target: str, result: Assessment | str) -> list[str]:
-        if isinstance(result, str):
-            return [target, "-", "-", "-", "-", "-", result]
-        row = fleet_row(target, result)
-        tp = row.tensor_parallel_size
-        parallel = f"{row.parallel} (TP={tp})" if tp else row.parallel
-        capacity = row.capacity
-        if row.capacity_tokens is not None:
-            capacity += f" {row.capacity_tokens:,} tok"
-        return [
-            row.target,
-            row.version or "?",
-            ", ".join(row.served_ids) or "-",
-            parallel,
-            capacity,
-            row.join,
-            row.health_coverage,
-        ]
 
+def print_fleet_table(rows: Sequence[Sequence[str]]) -> None:
+    """The fleet table of rows made by :func:`fleet_cells`."""
     from vllm_evidence._cli._output import print_table
 
-    print_table(f"{len(results)} vLLM servers", columns, [cells(t, r) for t, r in results])
+    print_table(f"{len(rows)} vLLM servers", FLEET_COLUMNS, rows)
+
+
+def print_fleet(results: Sequence[tuple[str, Assessment | str]], *, json_out: bool) -> None:
+    """Several servers: one row each (``--json``: one assessment document per line)."""
+    if json_out:
+        for target, result in results:
+            sys.stdout.write(fleet_json_line(target, result))
+        return
+    print_fleet_table([fleet_cells(t, r) for t, r in results])

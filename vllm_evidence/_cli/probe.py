@@ -13,8 +13,12 @@ from vllm_evidence._cli._output import fail, styled
 from vllm_evidence._cli._report import (
     add_report_arguments,
     check_requirements,
-    print_fleet,
+    fleet_cells,
+    fleet_json_line,
+    print_fleet_table,
     print_report,
+    refused_claims,
+    report_refused,
 )
 
 if TYPE_CHECKING:
@@ -30,6 +34,14 @@ examples:
   vllm-evidence probe http://127.0.0.1:8000 --startup-log vllm.log --require parallel capacity
   VLLM_KEY=... vllm-evidence probe https://gpu-7:8000 --api-key-env VLLM_KEY --save capture/
   vllm-evidence probe http://a:8000 http://b:8000 http://c:8000 --json
+  vllm-evidence probe --targets fleet.txt --concurrency 64 --json > fleet.jsonl
+
+With several servers, --json prints one line per server as each one finishes (each line
+names its "target"; lines of several runs concatenate into one fleet), and the table
+lists the servers in the order given.  Memory is bounded by --concurrency, not by the
+number of servers.  For a fleet beyond one process, shard the list and run one probe per
+shard: split -n l/4 fleet.txt shard. && for f in shard.*; do vllm-evidence probe
+--targets "$f" --json > "$f.jsonl" & done; wait; cat shard.*.jsonl > fleet.jsonl
 
 Only GET requests are sent, only to /version, /v1/models, /metrics, /health and (unless
 --no-development-routes) /server_info and /get_world_size.  The API key is sent as a
@@ -52,7 +64,12 @@ def register(subparsers: Any) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("urls", nargs="+", metavar="URL", help="a vLLM server's base URL")
+    parser.add_argument("urls", nargs="*", metavar="URL", help="a vLLM server's base URL")
+    parser.add_argument(
+        "--targets",
+        metavar="FILE",
+        help="more URLs, one a line ('-': standard input; blank lines and # comments skipped)",
+    )
     parser.add_argument("--startup-log", metavar="FILE", help="the server's startup log")
     parser.add_argument(
         "--launch", type=int, metavar="N", help="which launch of the log (default: the last)"
@@ -72,7 +89,11 @@ def register(subparsers: Any) -> None:
         "--concurrency", type=int, default=8, metavar="N", help="servers probed at once"
     )
     parser.add_argument("--save", metavar="DIR", help="write the capture directory (or dirs)")
-    parser.add_argument("--insecure", action="store_true", help="do not verify TLS certificates")
+    tls = parser.add_mutually_exclusive_group()
+    tls.add_argument("--insecure", action="store_true", help="do not verify TLS certificates")
+    tls.add_argument(
+        "--ca-cert", metavar="FILE", help="verify TLS against this CA file or directory"
+    )
     add_report_arguments(parser)
     parser.set_defaults(handler=run)
 
@@ -139,51 +160,168 @@ def _unreachable(batch: CaptureBatch) -> str | None:
     return None
 
 
-async def _probe_all(
-    urls: list[str], args: argparse.Namespace, key: str | None
-) -> list[tuple[str, CaptureBatch | str]]:
-    import asyncio
-
-    from vllm_evidence.capture.http import clean_target, probe
+def _targets(args: argparse.Namespace) -> list[str]:
+    """The URLs given, then those of ``--targets`` (a file, or ``-`` for stdin)."""
     from vllm_evidence.errors import InputError
 
-    limit = asyncio.Semaphore(max(1, args.concurrency))
-    results: list[tuple[str, CaptureBatch | str]] = []
+    urls = list(args.urls)
+    if args.targets is None:
+        return urls
+    try:
+        if args.targets == "-":
+            text = sys.stdin.read()
+        else:
+            text = Path(args.targets).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        msg = f"--targets: cannot read {args.targets}: {type(exc).__name__}"
+        raise InputError(msg) from None
+    for line in text.splitlines():
+        url = line.strip()
+        if url and not url.startswith("#"):
+            urls.append(url)
+    return urls
 
-    progress: Any = None
-    task: Any = None
-    if styled() and len(urls) > 1:
-        from rich.progress import Progress
 
-        progress = Progress(transient=True)
-        progress.start()
-        task = progress.add_task("probing", total=len(urls))
+def _verify(args: argparse.Namespace) -> bool | str:
+    return args.ca_cert if args.ca_cert else not args.insecure
 
-    async def one(url: str) -> tuple[str, CaptureBatch | str]:
+
+async def _probe_one(url: str, args: argparse.Namespace, key: str | None) -> CaptureBatch:
+    from vllm_evidence.capture.http import probe
+
+    return await probe(
+        url,
+        api_key=key,
+        timeout=args.timeout,
+        deadline=max(args.timeout * 3, 30.0),
+        development_routes=not args.no_development_routes,
+        verify=_verify(args),
+    )
+
+
+class _SaveError(Exception):
+    pass
+
+
+class _Fleet:
+    """Probe many servers through one client, handling each result as it completes.
+
+    At most ``--concurrency`` batches are alive at once: each is saved, assessed and
+    reduced to its JSON line (printed at once) or its table row (kept; printed in input
+    order at the end) as soon as its server has been read.
+    """
+
+    def __init__(self, urls: list[str], args: argparse.Namespace, key: str | None) -> None:
+        self.urls = urls
+        self.args = args
+        self.key = key
+        self.rows: list[tuple[int, list[str]]] = []
+        self.refused: set[str] = set()
+        self.assessed = 0
+        self.unreadable = 0
+        self.save_error: str | None = None
+        self._progress: Any = None
+        self._task: Any = None
+
+    async def run(self) -> None:
+        import asyncio
+
+        from vllm_evidence.capture.http import new_client
+
+        args = self.args
+        pending = iter(enumerate(self.urls))
+        if styled():
+            from rich.progress import Progress
+
+            self._progress = Progress(transient=True)
+            self._progress.start()
+            self._task = self._progress.add_task(self._description(), total=len(self.urls))
+        try:
+            async with new_client(verify=_verify(args), timeout=args.timeout) as client:
+
+                async def worker() -> None:
+                    for index, url in pending:
+                        await self._one(index, url, client)
+
+                async with asyncio.TaskGroup() as group:
+                    for _ in range(min(args.concurrency, len(self.urls))):
+                        group.create_task(worker())
+        finally:
+            if self._progress is not None:
+                self._progress.stop()
+
+    def _description(self) -> str:
+        refused = f", {len(self.refused)} claim(s) refused" if self.args.require else ""
+        return f"{self.assessed} assessed, {self.unreadable} unreadable{refused}"
+
+    async def _one(self, index: int, url: str, client: Any) -> None:
+        from vllm_evidence.capture.http import clean_target, probe
+        from vllm_evidence.errors import InputError
+
+        args = self.args
         try:
             target = clean_target(url)
         except InputError as exc:
-            return url, str(exc)
-        async with limit:
-            batch = await probe(
-                url,
-                api_key=key,
-                timeout=args.timeout,
-                deadline=max(args.timeout * 3, 30.0),
-                development_routes=not args.no_development_routes,
-                verify=not args.insecure,
-            )
-        if progress is not None:
-            progress.advance(task)
+            self._done(index, url, str(exc))
+            return
+        batch = await probe(
+            url,
+            api_key=self.key,
+            timeout=args.timeout,
+            deadline=max(args.timeout * 3, 30.0),
+            development_routes=not args.no_development_routes,
+            client=client,
+        )
         failure = _unreachable(batch)
-        return target, failure if failure is not None else batch
+        if failure is not None:
+            self._done(index, target, failure)
+            return
+        if args.save:
+            try:
+                _save(batch, Path(args.save) / _slug(target))
+            except (InputError, OSError) as exc:
+                self.save_error = self._scrub(str(exc))
+                raise _SaveError(self.save_error) from None
+        from vllm_evidence.assessment import assess
+        from vllm_evidence.readback import readback_from_batch
 
+        self._done(index, target, assess(readback_from_batch(batch), None))
+
+    def _scrub(self, text: str) -> str:
+        return text.replace(self.key, "***") if self.key else text
+
+    def _done(self, index: int, target: str, result: Assessment | str) -> None:
+        if isinstance(result, str):
+            result = self._scrub(result)
+            self.unreadable += 1
+        else:
+            self.assessed += 1
+            self.refused.update(refused_claims(result, self.args.require))
+        if self.args.json:
+            sys.stdout.write(fleet_json_line(target, result))
+            sys.stdout.flush()
+        else:
+            self.rows.append((index, fleet_cells(target, result)))
+        if self._progress is not None:
+            self._progress.update(self._task, advance=1, description=self._description())
+
+
+def _fleet(urls: list[str], args: argparse.Namespace, key: str | None) -> int:
+    import asyncio
+
+    fleet = _Fleet(urls, args, key)
     try:
-        results = list(await asyncio.gather(*(one(u) for u in urls)))
-    finally:
-        if progress is not None:
-            progress.stop()
-    return results
+        asyncio.run(fleet.run())
+    except ExceptionGroup:
+        if fleet.save_error is None:
+            raise
+        return fail(PROG, f"--save: {fleet.save_error}")
+    if not args.json:
+        print_fleet_table([cells for _, cells in sorted(fleet.rows, key=lambda r: r[0])])
+    if args.require and fleet.unreadable:
+        sys.stderr.write("vllm-evidence: some servers could not be read\n")
+        return 3
+    return report_refused(fleet.refused)
 
 
 def _save(batch: CaptureBatch, directory: Path) -> None:
@@ -208,50 +346,39 @@ def run(args: argparse.Namespace) -> int:
         return fail(
             PROG, "--timeout must be a positive finite number of seconds, --concurrency positive"
         )
-    if args.startup_log and len(args.urls) > 1:
+    try:
+        urls = _targets(args)
+    except InputError as exc:
+        return fail(PROG, str(exc))
+    if not urls:
+        return fail(PROG, "the following arguments are required: URL (or --targets FILE)")
+    if args.startup_log and len(urls) > 1:
         return fail(PROG, "--startup-log goes with one URL: a log describes one server")
     try:
         key = _api_key(args)
+        if len(urls) > 1:
+            return _fleet(urls, args, key)
         log = _read_log(args.startup_log) if args.startup_log else None
-        if len(args.urls) == 1:
-            from vllm_evidence.capture.http import clean_target
+        from vllm_evidence.capture.http import clean_target
 
-            clean_target(args.urls[0])
-        probed = asyncio.run(_probe_all(args.urls, args, key))
+        target = clean_target(urls[0])
+        batch = asyncio.run(_probe_one(urls[0], args, key))
     except InputError as exc:
         return fail(PROG, _scrub(str(exc), args))
-    if len(probed) == 1:
-        target, batch = probed[0]
-        if isinstance(batch, str):
-            return fail(PROG, _scrub(batch, args))
-        if args.save:
-            try:
-                _save(batch, Path(args.save))
-            except (InputError, OSError) as exc:
-                return fail(PROG, f"--save: {_scrub(str(exc), args)}")
+    failure = _unreachable(batch)
+    if failure is not None:
+        return fail(PROG, _scrub(failure, args))
+    if args.save:
         try:
-            assessment = assess(readback_from_batch(batch), log, launch=args.launch)
-        except InputError as exc:
-            return fail(PROG, str(exc))
-        print_report(assessment, json_out=args.json, target=target)
-        return check_requirements([assessment], args.require)
-    results: list[tuple[str, Assessment | str]] = []
-    for target, batch in probed:
-        if isinstance(batch, str):
-            results.append((target, _scrub(batch, args)))
-            continue
-        if args.save:
-            try:
-                _save(batch, Path(args.save) / _slug(target))
-            except (InputError, OSError) as exc:
-                return fail(PROG, f"--save: {_scrub(str(exc), args)}")
-        results.append((target, assess(readback_from_batch(batch), None)))
-    print_fleet(results, json_out=args.json)
-    assessed = [r for _, r in results if not isinstance(r, str)]
-    if args.require and len(assessed) < len(results):
-        sys.stderr.write("vllm-evidence: some servers could not be read\n")
-        return 3
-    return check_requirements(assessed, args.require)
+            _save(batch, Path(args.save))
+        except (InputError, OSError) as exc:
+            return fail(PROG, f"--save: {_scrub(str(exc), args)}")
+    try:
+        assessment = assess(readback_from_batch(batch), log, launch=args.launch)
+    except InputError as exc:
+        return fail(PROG, str(exc))
+    print_report(assessment, json_out=args.json, target=target)
+    return check_requirements([assessment], args.require)
 
 
 def _scrub(text: str, args: argparse.Namespace) -> str:

@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 import math
 import re
+import ssl
 import time
 import uuid
+import weakref
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final, final
 
@@ -30,12 +32,15 @@ from vllm_evidence.upstream.routes import PROBE_ROUTES, Route
 if TYPE_CHECKING:
     import httpx
 
+    from vllm_evidence.capture._pool import PerServerTransport
+
 __all__ = [
     "DEFAULT_DEADLINE_S",
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_TIMEOUT_S",
     "RouteClient",
     "clean_target",
+    "new_client",
     "probe",
     "probe_sync",
 ]
@@ -126,12 +131,16 @@ class RouteClient:
         max_body_bytes: int,
         timeout_s: float,
         deadline: float,
+        headers: dict[str, str] | None = None,
+        sent: list[tuple[str, str]] | None = None,
     ) -> None:
         self._client = client
         self._target = target
         self._max_body_bytes = max_body_bytes
         self._timeout_s = timeout_s
         self._deadline = deadline
+        self._headers = dict(headers or {})
+        self._sent = sent
 
     async def get(self, route: Route, role: ExchangeRole = ExchangeRole.ROUTE) -> Exchange:
         """GET ``route`` and return the exchange, whatever happened."""
@@ -140,7 +149,14 @@ class RouteClient:
             raise TypeError(msg)
         import httpx
 
-        request = self._client.build_request("GET", self._target + route.target)
+        # The request's own headers (the key among them), never the client's: a client
+        # shared by every target of a run carries no target's key.
+        request = self._client.build_request(
+            "GET",
+            self._target + route.target,
+            headers=self._headers,
+            timeout=httpx.Timeout(self._timeout_s),
+        )
         origin, base_path = _target_parts(self._target)
         expected = (base_path + route.target).encode("ascii")
         if request.url.raw_path != expected or str(request.url.copy_with(raw_path=b"")).rstrip(
@@ -163,6 +179,8 @@ class RouteClient:
                 transport = Transport.TIMED_OUT
                 detail = "the batch deadline passed before this request was sent"
             else:
+                if self._sent is not None:
+                    self._sent.append((request.method, request.url.raw_path.decode("ascii")))
                 async with asyncio.timeout(budget):
                     response = await self._client.send(request, stream=True, follow_redirects=False)
                     try:
@@ -216,6 +234,77 @@ class RouteClient:
         )
 
 
+def _ssl_verify(*, verify: bool | str | ssl.SSLContext) -> bool | ssl.SSLContext:
+    """``verify`` as httpx takes it: a CA file or directory becomes an SSL context."""
+    if isinstance(verify, str):
+        from pathlib import Path
+
+        where = Path(verify)
+        try:
+            if where.is_dir():
+                return ssl.create_default_context(capath=verify)
+            return ssl.create_default_context(cafile=verify)
+        except (OSError, ssl.SSLError) as exc:
+            msg = f"cannot load CA certificates from {verify}: {exc}"
+            raise InputError(msg) from None
+    return verify
+
+
+def new_client(
+    *,
+    verify: bool | str | ssl.SSLContext = True,
+    timeout: float = DEFAULT_TIMEOUT_S,
+) -> httpx.AsyncClient:
+    """One client for every target of a run: one SSL context, one transport.
+
+    ``verify`` is TLS certificate verification: ``True`` (the system's CA bundle),
+    ``False``, a CA file or directory, or an :class:`ssl.SSLContext` (a private CA).
+    The SSL context is built once, here, however many servers are read.  Connections
+    are pooled per server (see :mod:`vllm_evidence.capture._pool`), and a server's are
+    closed when the last :func:`probe` of it through this client ends, so what is open
+    is bounded by how many servers are read at once.  The client carries no API key
+    (each request carries its own), keeps no cookie (one server's cookie never reaches
+    another on the same host), follows no redirect and reads no proxy settings from the
+    environment.  Close it (``async with``) when done.
+    """
+    from http.cookiejar import CookieJar, DefaultCookiePolicy
+
+    import httpx
+
+    from vllm_evidence.capture._pool import PerServerTransport
+
+    context = _ssl_verify(verify=verify)
+    if not isinstance(context, ssl.SSLContext):
+        context = httpx.create_ssl_context(verify=context, trust_env=False)
+    transport = PerServerTransport(context, connections_per_server=len(PROBE_ROUTES) + 1)
+    client = httpx.AsyncClient(
+        transport=transport,
+        cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
+        follow_redirects=False,
+        timeout=httpx.Timeout(timeout),
+        trust_env=False,
+    )
+    _TRANSPORTS[client] = transport
+    return client
+
+
+_TRANSPORTS: weakref.WeakKeyDictionary[httpx.AsyncClient, PerServerTransport] = (
+    weakref.WeakKeyDictionary()
+)
+"""The transport of each client :func:`new_client` made (to close a server's pool)."""
+
+
+def _check_client(client: httpx.AsyncClient) -> None:
+    """Refuse a client that could change a request after the route check."""
+    if client.auth is not None or client.event_hooks["request"]:
+        msg = (
+            "the probe's client must have no auth and no request hooks: either could "
+            "change a request after its line is checked against the closed route set "
+            "(use vllm_evidence.capture.http.new_client())"
+        )
+        raise InputError(msg)
+
+
 async def probe(
     url: str,
     *,
@@ -224,20 +313,22 @@ async def probe(
     deadline: float = DEFAULT_DEADLINE_S,
     development_routes: bool = True,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-    verify: bool = True,
+    verify: bool | str | ssl.SSLContext = True,
     sent: list[tuple[str, str]] | None = None,
+    client: httpx.AsyncClient | None = None,
 ) -> CaptureBatch:
     """Read one front door: ``/metrics``, then the other routes concurrently, then ``/metrics``.
 
     ``timeout`` bounds each request and ``deadline`` the whole batch (seconds).
     ``development_routes`` adds ``/server_info`` (both forms) and ``/get_world_size``.
-    ``verify`` is TLS certificate verification (on by default).  When ``sent`` is
-    given, ``(method, path)`` of every request put on the wire is appended to it.
+    ``verify`` is TLS certificate verification (on by default; a CA file or directory or
+    an :class:`ssl.SSLContext` for a private CA).  When ``sent`` is given, ``(method,
+    path)`` of every request put on the wire is appended to it.  ``client`` is a client
+    shared with other probes of the same run (see :func:`new_client`, whose ``verify``
+    then applies instead); without one, a client is made for this probe and closed.
     Raises :class:`InputError` for a URL that is not one; every other failure is an
     exchange's outcome, never an exception.
     """
-    import httpx
-
     target = clean_target(url)
     if not all(math.isfinite(v) and v > 0 for v in (timeout, deadline, max_body_bytes)):
         msg = "timeout, deadline and max_body_bytes must be positive finite numbers"
@@ -248,40 +339,53 @@ async def probe(
         raise InputError(msg)
     if api_key is not None:
         headers["Authorization"] = f"Bearer {api_key}"
+    if client is not None:
+        _check_client(client)
     routes = [
         r
         for r in PROBE_ROUTES
         if r is not Route.METRICS and (r in _CORE_ROUTES or development_routes)
     ]
     wire: list[tuple[str, str]] = []
-
-    async def record(request: httpx.Request) -> None:
-        wire.append((request.method, request.url.raw_path.decode("ascii")))
-
     end = time.monotonic() + deadline
-    async with httpx.AsyncClient(
-        headers=headers,
-        verify=verify,
-        follow_redirects=False,
-        timeout=httpx.Timeout(timeout),
-        trust_env=False,
-        event_hooks={"request": [record]},
-    ) as client:
+
+    async def read(shared: httpx.AsyncClient) -> CaptureBatch:
         layer = RouteClient(
-            client, target, max_body_bytes=max_body_bytes, timeout_s=timeout, deadline=end
+            shared,
+            target,
+            max_body_bytes=max_body_bytes,
+            timeout_s=timeout,
+            deadline=end,
+            headers=headers,
+            sent=wire,
         )
         opening = await layer.get(Route.METRICS, ExchangeRole.BRACKET_OPEN)
         middle = await asyncio.gather(*(layer.get(r) for r in routes))
         closing = await layer.get(Route.METRICS, ExchangeRole.BRACKET_CLOSE)
+        return _new_batch(
+            batch_id=uuid.uuid4().hex,
+            target=target,
+            bracket_open=opening,
+            exchanges=tuple(middle),
+            bracket_close=closing,
+        )
+
+    if client is not None:
+        transport = _TRANSPORTS.get(client)
+        if transport is None:
+            batch = await read(client)
+        else:
+            transport.acquire(target)
+            try:
+                batch = await read(client)
+            finally:
+                await transport.release(target)
+    else:
+        async with new_client(verify=verify, timeout=timeout) as own:
+            batch = await read(own)
     if sent is not None:
         sent.extend(wire)
-    return _new_batch(
-        batch_id=uuid.uuid4().hex,
-        target=target,
-        bracket_open=opening,
-        exchanges=tuple(middle),
-        bracket_close=closing,
-    )
+    return batch
 
 
 def probe_sync(
@@ -292,7 +396,7 @@ def probe_sync(
     deadline: float = DEFAULT_DEADLINE_S,
     development_routes: bool = True,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
-    verify: bool = True,
+    verify: bool | str | ssl.SSLContext = True,
     sent: list[tuple[str, str]] | None = None,
 ) -> CaptureBatch:
     """:func:`probe`, run to completion on a fresh event loop."""

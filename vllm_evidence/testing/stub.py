@@ -21,6 +21,7 @@ redirect.  A restart (a new ``process_start_time_seconds`` on ``/metrics``) is
 from __future__ import annotations
 
 import re
+import selectors
 import socket
 import struct
 import threading
@@ -181,7 +182,12 @@ class StubFrontDoor:
         api_key: str | None,
         restart_after_metrics_reads: int | None,
         metrics_sequence: Sequence[bytes] = (),
+        latency_s: float = 0.0,
     ) -> None:
+        if latency_s < 0:
+            msg = "latency_s must not be negative"
+            raise ValueError(msg)
+        self._latency_s = latency_s
         self._served = {r: _read_served(directory, r) for r in Route}
         self._sequence = tuple(metrics_sequence)
         self._faults = dict(faults)
@@ -194,9 +200,8 @@ class StubFrontDoor:
         self.requests: list[StubRequest] = []
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
         self._server.daemon_threads = True
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
-        )
+        self._wake_r, self._wake_w = socket.socketpair()
+        self._thread = threading.Thread(target=self._serve, daemon=True)
         host, port = self._server.server_address[:2]
         self.url = f"http://{host!s}:{port}"
 
@@ -213,11 +218,24 @@ class StubFrontDoor:
         """The port on 127.0.0.1 the stub listens on."""
         return int(self.url.rsplit(":", 1)[1])
 
+    def _serve(self) -> None:
+        """Accept connections until stopped, asleep when idle: the loop waits on the
+        listening socket and a wake-up socket, never on a polling interval."""
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._server, selectors.EVENT_READ)
+            selector.register(self._wake_r, selectors.EVENT_READ)
+            while not self._stopping.is_set():
+                for key, _ in selector.select():
+                    if key.fileobj is self._server and not self._stopping.is_set():
+                        self._server.handle_request()  # readable: accepts without waiting
+
     def _stop(self) -> None:
         self._stopping.set()
-        self._server.shutdown()
-        self._server.server_close()
+        self._wake_w.send(b"\0")
         self._thread.join(timeout=5)
+        self._server.server_close()
+        self._wake_r.close()
+        self._wake_w.close()
 
     def _log(self, request: StubRequest) -> None:
         with self._lock:
@@ -233,6 +251,8 @@ class StubFrontDoor:
             return _Reply(405, "Method Not Allowed", {}, b'{"detail":"Method Not Allowed"}')
         if route is None:
             return _Reply(404, "Not Found", dict(_JSON), _NOT_FOUND)
+        if self._latency_s > 0:
+            time.sleep(self._latency_s)
         fault = self._faults.get(route)
         if fault is not None and fault.delay_s > 0:
             time.sleep(fault.delay_s)
@@ -291,6 +311,9 @@ class StubFrontDoor:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            # Headers and body go out in two writes; without TCP_NODELAY the body of a
+            # keep-alive answer waited ~40 ms for the client's delayed ACK (Nagle).
+            disable_nagle_algorithm = True
 
             def _handle(self) -> None:
                 door._log(
@@ -364,6 +387,7 @@ def serve_capture(
     api_key: str | None = None,
     restart_after_metrics_reads: int | None = None,
     metrics_sequence: Sequence[bytes] = (),
+    latency_s: float = 0.0,
 ) -> Iterator[StubFrontDoor]:
     """Serve ``directory`` on a free port of 127.0.0.1 until the context closes.
 
@@ -373,10 +397,16 @@ def serve_capture(
     every ``/metrics`` read after the N-th: a restart (see also
     :meth:`StubFrontDoor.restart`).  ``metrics_sequence`` replays recorded ``/metrics``
     bodies in order — the N-th read gets the N-th body, later reads the last — e.g. the
-    two reads of a real server restarted between them.
+    two reads of a real server restarted between them.  ``latency_s`` delays every
+    answer to a front-door route by that long (a server's own latency, before any fault).
     """
     door = StubFrontDoor(
-        Path(directory), faults or {}, api_key, restart_after_metrics_reads, metrics_sequence
+        Path(directory),
+        faults or {},
+        api_key,
+        restart_after_metrics_reads,
+        metrics_sequence,
+        latency_s=latency_s,
     )
     door._start()
     try:

@@ -94,7 +94,6 @@ __all__ = [
     "KEYWORDS",
     "KEYWORDS_BYTES_RE",
     "KEYWORDS_RE",
-    "RARE_KEYWORD_BYTES",
     "parse_logical_line",
     "tag_markers",
 ]
@@ -153,9 +152,14 @@ def _block_size(printed: str | None) -> TokenCount | None:
 # Message formats.
 
 #: Cheap prefilter: a logical line that contains none of these cannot be recognised.
-#: (``executor`` catches the executor file names in record prefixes.)
+#: (``executor`` catches the executor file names in record prefixes.)  The capacity and
+#: memory keywords name their message exactly (``KV cache size``, ``KV cache memory``),
+#: so vLLM's periodic stats line (``… GPU KV cache usage: 3.4%, …``, one line in ten of a
+#: serving log) holds none of them and is skipped by the byte scan, before any head
+#: parsing.
 KEYWORDS: tuple[str, ...] = (
-    "KV cache",
+    "KV cache size",
+    "KV cache memory",
     "Maximum concurrency",
     " blocks: ",
     "version",
@@ -171,10 +175,6 @@ KEYWORDS: tuple[str, ...] = (
 )
 KEYWORDS_RE = re.compile("|".join(re.escape(k) for k in KEYWORDS))
 KEYWORDS_BYTES_RE = re.compile("|".join(re.escape(k) for k in KEYWORDS).encode())
-#: Bytes of the keywords that are rare enough in vLLM logs to search for alone, rarest
-#: first (per mille of the bytes of the real 0.32.0 capture: K 0.5 … = 10.0; the other
-#: keyword bytes, ``I`` 11.1 to space 93.8, are not used).
-RARE_KEYWORD_BYTES = b"KVDzxMwRkbfP-vyg="
 
 _NUM = r"[0-9][0-9,]*"
 _DEC = r"[0-9]+(?:\.[0-9]+)?"

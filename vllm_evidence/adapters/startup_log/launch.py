@@ -35,7 +35,6 @@ import attrs
 from vllm_evidence._seal import Reduction, Sealed, SealedTypeError, minter
 from vllm_evidence.adapters.startup_log._grammar import (
     KEYWORDS,
-    RARE_KEYWORD_BYTES,
     parse_logical_line,
     tag_markers,
 )
@@ -412,7 +411,7 @@ def _parse(text: str, line: int, assembler: _Assembler) -> None:
 _RULES = LineRules(
     clean=clean,
     starts_record=starts_record,
-    scan=KeywordScan([k.encode() for k in KEYWORDS], RARE_KEYWORD_BYTES),
+    scan=KeywordScan([k.encode() for k in KEYWORDS]),
 )
 
 
