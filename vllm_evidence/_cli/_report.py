@@ -7,7 +7,8 @@ import sys
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from vllm_evidence._cli._output import emit_json, styled
+from vllm_evidence._cli._output import emit_json, json_text, styled
+from vllm_evidence._scrub import scrub
 
 if TYPE_CHECKING:
     from vllm_evidence._claims import Claim
@@ -70,34 +71,32 @@ def print_report(assessment: Assessment, *, json_out: bool, target: str | None =
     from rich.markup import escape
 
     console = Console(highlight=False)
-    console.print(f"[bold]{escape(title(assessment, target))}[/bold]")
+    console.print(f"[bold]{escape(scrub(title(assessment, target)))}[/bold]")
     for row in report_rows(assessment):
         colour = _COLOURS.get(row.verdict, "white")
         console.print(
             f"  [bold]{row.title:<22}[/bold] [{colour}]{row.verdict.upper():<12}[/{colour}] "
-            f"{row.reason}"
+            f"{escape(scrub(row.reason))}"
         )
         for part in row.why:
-            text = escape(part)
+            text = escape(scrub(part))
             if part.startswith("law "):
                 console.print(f"  {'':<22} [dim]{text}[/dim]")
             else:
                 console.print(f"  {'':<22} {text}")
     console.print("[bold]observations[/bold]")
     for line in observation_lines(assessment):
-        console.print(f"  {escape(line)}", overflow="fold")
+        console.print(f"  {escape(scrub(line))}", overflow="fold")
 
 
 def print_fleet(results: Sequence[tuple[str, Assessment | str]], *, json_out: bool) -> None:
     """Several servers: one row each (``--json``: one assessment document per line)."""
-    import json
-
     from vllm_evidence.output.assessment import server_document
 
     if json_out:
         for target, result in results:
             doc = server_document(target, result)
-            sys.stdout.write(json.dumps(doc, ensure_ascii=False) + "\n")
+            sys.stdout.write(json_text(doc, indent=None) + "\n")
         return
     from vllm_evidence.output.report import fleet_row
 

@@ -144,6 +144,7 @@ async def _probe_all(
 ) -> list[tuple[str, CaptureBatch | str]]:
     import asyncio
 
+    from vllm_evidence._scrub import scrub
     from vllm_evidence.capture.http import clean_target, probe
     from vllm_evidence.errors import InputError
 
@@ -163,7 +164,8 @@ async def _probe_all(
         try:
             target = clean_target(url)
         except InputError as exc:
-            return url, str(exc)
+            # The row's label is what the person typed, less any password in it.
+            return scrub(url), str(exc)
         async with limit:
             batch = await probe(
                 url,
@@ -200,6 +202,7 @@ def run(args: argparse.Namespace) -> int:
     """Probe every URL, assess, print, and gate on ``--require``."""
     import asyncio
 
+    from vllm_evidence._scrub import remember
     from vllm_evidence.assessment import assess
     from vllm_evidence.errors import InputError
     from vllm_evidence.readback import readback_from_batch
@@ -212,6 +215,7 @@ def run(args: argparse.Namespace) -> int:
         return fail(PROG, "--startup-log goes with one URL: a log describes one server")
     try:
         key = _api_key(args)
+        remember(key)  # nothing printed or saved from here on carries it
         log = _read_log(args.startup_log) if args.startup_log else None
         if len(args.urls) == 1:
             from vllm_evidence.capture.http import clean_target
@@ -219,16 +223,16 @@ def run(args: argparse.Namespace) -> int:
             clean_target(args.urls[0])
         probed = asyncio.run(_probe_all(args.urls, args, key))
     except InputError as exc:
-        return fail(PROG, _scrub(str(exc), args))
+        return fail(PROG, str(exc))
     if len(probed) == 1:
         target, batch = probed[0]
         if isinstance(batch, str):
-            return fail(PROG, _scrub(batch, args))
+            return fail(PROG, batch)
         if args.save:
             try:
                 _save(batch, Path(args.save))
             except (InputError, OSError) as exc:
-                return fail(PROG, f"--save: {_scrub(str(exc), args)}")
+                return fail(PROG, f"--save: {exc}")
         try:
             assessment = assess(readback_from_batch(batch), log, launch=args.launch)
         except InputError as exc:
@@ -238,13 +242,13 @@ def run(args: argparse.Namespace) -> int:
     results: list[tuple[str, Assessment | str]] = []
     for target, batch in probed:
         if isinstance(batch, str):
-            results.append((target, _scrub(batch, args)))
+            results.append((target, batch))
             continue
         if args.save:
             try:
                 _save(batch, Path(args.save) / _slug(target))
             except (InputError, OSError) as exc:
-                return fail(PROG, f"--save: {_scrub(str(exc), args)}")
+                return fail(PROG, f"--save: {exc}")
         results.append((target, assess(readback_from_batch(batch), None)))
     print_fleet(results, json_out=args.json)
     assessed = [r for _, r in results if not isinstance(r, str)]
@@ -252,12 +256,3 @@ def run(args: argparse.Namespace) -> int:
         sys.stderr.write("vllm-evidence: some servers could not be read\n")
         return 3
     return check_requirements(assessed, args.require)
-
-
-def _scrub(text: str, args: argparse.Namespace) -> str:
-    """Remove the API key from a message, whatever produced it."""
-    try:
-        key = _api_key(args)
-    except Exception:  # noqa: BLE001  # scrubbing must never raise
-        return text
-    return text.replace(key, "***") if key else text

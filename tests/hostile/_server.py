@@ -1,0 +1,168 @@
+"""A hostile front door on 127.0.0.1: raw bytes per route, every request line recorded.
+
+Unlike :mod:`vllm_evidence.testing.stub` (a well-behaved server with faults), this one
+writes whatever bytes a mode asks for — malformed header lines, reflected credentials,
+control characters — on a raw socket, so the probe meets what an adversary can send.
+Each request's raw request line and headers are kept in ``requests``.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Final
+
+import attrs
+
+from tests._paths import REAL
+
+#: What a reply function gets: the request target and the request's headers (lower-cased).
+Reply = Callable[[str, dict[str, str]], bytes]
+
+
+@attrs.define
+class Received:
+    """One request as it arrived: the raw request line and its headers."""
+
+    line: bytes
+    headers: dict[str, str]
+
+    @property
+    def target(self) -> str:
+        parts = self.line.split(b" ")
+        return parts[1].decode("latin-1") if len(parts) == 3 else ""
+
+
+def response(
+    status: int, body: bytes, *, headers: tuple[tuple[str, str], ...] = (), raw: bytes = b""
+) -> bytes:
+    """A whole HTTP/1.1 response; ``raw`` is spliced into the header block verbatim."""
+    head = f"HTTP/1.1 {status} X\r\ncontent-length: {len(body)}\r\nconnection: close\r\n"
+    head += "".join(f"{k}: {v}\r\n" for k, v in headers)
+    return head.encode("latin-1") + raw + b"\r\n" + body
+
+
+_STEMS: Final = {
+    "/version": "version",
+    "/v1/models": "v1_models",
+    "/metrics": "metrics",
+    "/health": "health",
+    "/server_info": "server_info",
+    "/server_info?config_format=json": "server_info__config_format_json",
+    "/get_world_size": "get_world_size",
+}
+
+
+def real_reply(target: str, overrides: dict[str, bytes] | None = None) -> bytes:
+    """The real vLLM 0.32.0 capture's body for ``target`` (or an override), 200."""
+    stem = _STEMS.get(target)
+    if stem is None:
+        return response(404, b'{"detail":"Not Found"}')
+    body = (overrides or {}).get(stem)
+    if body is None:
+        body = (REAL / f"{stem}.body").read_bytes()
+    return response(200, body)
+
+
+def auth_of(headers: dict[str, str]) -> str:
+    return headers.get("authorization", "")
+
+
+# -- modes that reflect the Authorization header (item 6) --------------------------------
+
+
+def reflect_in_malformed_header(target: str, headers: dict[str, str]) -> bytes:
+    """A header line with no colon, quoting the key: the client's parser rejects it
+    (``/metrics`` answers properly, so the batch is reported, not refused)."""
+    if target == "/metrics":
+        return real_reply(target)
+    return response(200, b"{}", raw=f"X-Echo {auth_of(headers)}\r\n".encode("latin-1"))
+
+
+def reflect_in_location(target: str, headers: dict[str, str]) -> bytes:
+    """A redirect whose target carries the key (and a userinfo password)."""
+    if target == "/metrics":
+        return real_reply(target)
+    token = auth_of(headers).removeprefix("Bearer ")
+    where = f"http://mallory:Pw{token}@127.0.0.1:1/login?token={token}&auth={auth_of(headers)}"
+    return response(302, b"", headers=(("location", where),))
+
+
+def reflect_in_body(target: str, headers: dict[str, str]) -> bytes:
+    """A 200 whose body is an error text quoting the key."""
+    text = f'{{"object":"error","message":"bad credentials {auth_of(headers)}"}}'
+    return response(200, text.encode("latin-1"))
+
+
+@attrs.define
+class HostileServer:
+    """A running hostile server: ``url`` to probe, ``requests`` as received."""
+
+    url: str
+    requests: list[Received]
+
+
+def _read_request(conn: socket.socket) -> Received | None:
+    data = b""
+    while b"\r\n\r\n" not in data:
+        chunk = conn.recv(65536)
+        if not chunk:
+            return None
+        data += chunk
+        if len(data) > 1 << 20:
+            return None
+    head = data.split(b"\r\n\r\n", 1)[0].split(b"\r\n")
+    headers = {}
+    for line in head[1:]:
+        name, _, value = line.decode("latin-1").partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return Received(head[0], headers)
+
+
+@contextmanager
+def hostile_server(reply: Reply) -> Iterator[HostileServer]:
+    """Serve ``reply`` on 127.0.0.1 until the context closes."""
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(64)
+    listener.settimeout(0.05)
+    port = listener.getsockname()[1]
+    server = HostileServer(url=f"http://127.0.0.1:{port}", requests=[])
+    stopping = threading.Event()
+    lock = threading.Lock()
+
+    def handle(conn: socket.socket) -> None:
+        with conn:
+            conn.settimeout(5)
+            try:
+                received = _read_request(conn)
+                if received is None:
+                    return
+                with lock:
+                    server.requests.append(received)
+                conn.sendall(reply(received.target, received.headers))
+                conn.shutdown(socket.SHUT_WR)
+            except OSError:
+                return
+
+    def serve() -> None:
+        while not stopping.is_set():
+            try:
+                conn, _ = listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                return
+            threading.Thread(target=handle, args=(conn,), daemon=True).start()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        stopping.set()
+        thread.join(timeout=2)
+        listener.close()
