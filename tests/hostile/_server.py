@@ -166,3 +166,46 @@ def hostile_server(reply: Reply) -> Iterator[HostileServer]:
         stopping.set()
         thread.join(timeout=2)
         listener.close()
+
+
+# -- modes whose verdicts must not overstate (item 8) -------------------------------------
+
+
+def _real_text(stem: str) -> str:
+    return (REAL / f"{stem}.body").read_text(encoding="utf-8")
+
+
+def _with_engine_series(engine: str, tokens: str) -> bytes:
+    """The real ``/metrics`` with one more ``cache_config_info`` series."""
+    text = _real_text("metrics")
+    line = next(ln for ln in text.splitlines() if ln.startswith("vllm:cache_config_info{"))
+    extra = line.replace('engine="0"', f'engine="{engine}"').replace(
+        'kv_cache_size_tokens="4194304"', f'kv_cache_size_tokens="{tokens}"'
+    )
+    return text.replace(line, f"{line}\n{extra}").encode()
+
+
+def dp1_with_two_engine_series(target: str, headers: dict[str, str]) -> bytes:
+    """``/server_info`` says DP=1; ``/metrics`` has capacity series for engines 0 and 1."""
+    return real_reply(target, {"metrics": _with_engine_series("1", "4194304")})
+
+
+def two_figures_for_one_engine(target: str, headers: dict[str, str]) -> bytes:
+    """Two ``cache_config_info`` series for engine 0 with different capacities."""
+    return real_reply(target, {"metrics": _with_engine_series("0", "2097152")})
+
+
+#: Served ids a terminal would act on: ESC sequences, NUL, a newline, a bidi override.
+CONTROL_IDS = ("evil\x1b[2J\x1b[31mRED", "nul\x00id", "two\nlines", "bidi\u202etxt.exe")
+
+
+def control_characters_in_ids(target: str, headers: dict[str, str]) -> bytes:
+    """``/v1/models`` serves ids holding control characters."""
+    import json
+
+    cards = [
+        {"id": i, "object": "model", "root": "/m", "parent": None, "max_model_len": 2048}
+        for i in CONTROL_IDS
+    ]
+    body = json.dumps({"object": "list", "data": cards}, ensure_ascii=False).encode()
+    return real_reply(target, {"v1_models": body})
