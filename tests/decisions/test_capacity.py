@@ -130,7 +130,7 @@ def test_label_and_log_disagreeing_pick_neither() -> None:
 
 
 def test_real_label_equals_the_real_log_line() -> None:
-    decision = _established(load(REAL), real_log())
+    decision = _established(load(REAL, bodies=True), real_log())
     assert _tokens(decision) == [("0", 4194304)]
     assert [e.tokens.value for e in decision.corroborated_by] == [4194304]
     # each source alone gives the same figure

@@ -29,6 +29,7 @@ examples:
   vllm-evidence probe http://127.0.0.1:8000
   vllm-evidence probe http://127.0.0.1:8000 --startup-log vllm.log --require parallel capacity
   VLLM_KEY=... vllm-evidence probe https://gpu-7:8000 --api-key-env VLLM_KEY --save capture/
+  SIGN=... vllm-evidence probe http://a:8000 --save capture/ --sign-key-env SIGN
   vllm-evidence probe http://a:8000 http://b:8000 http://c:8000 --json
 
 Only GET requests are sent, only to /version, /v1/models, /metrics, /health and (unless
@@ -72,6 +73,11 @@ def register(subparsers: Any) -> None:
         "--concurrency", type=int, default=8, metavar="N", help="servers probed at once"
     )
     parser.add_argument("--save", metavar="DIR", help="write the capture directory (or dirs)")
+    parser.add_argument(
+        "--sign-key-env",
+        metavar="VAR",
+        help="with --save: sign the manifest with the key in $VAR (HMAC-SHA256)",
+    )
     parser.add_argument("--insecure", action="store_true", help="do not verify TLS certificates")
     add_report_arguments(parser)
     parser.set_defaults(handler=run)
@@ -188,14 +194,53 @@ async def _probe_all(
     return results
 
 
-def _save(batch: CaptureBatch, directory: Path) -> None:
+def _save(
+    batch: CaptureBatch, directory: Path, args: argparse.Namespace, sign_key: bytes | None
+) -> str | None:
+    """Save one capture; the failure as a line, or ``None``.  The capture is kept either
+    way: a failed save is reported beside the report, never instead of it."""
     from vllm_evidence.capture.directory import save
+    from vllm_evidence.errors import InputError
 
-    save(batch, directory)
+    try:
+        save(batch, directory, startup_log=args.startup_log, sign_key=sign_key)
+    except (InputError, OSError) as exc:
+        return f"--save {directory}: {exc}"
+    return None
+
+
+def _sign_key(args: argparse.Namespace) -> bytes | None:
+    from vllm_evidence.errors import InputError
+
+    if args.sign_key_env is None:
+        return None
+    if not args.save:
+        msg = "--sign-key-env signs a saved capture: give --save DIR"
+        raise InputError(msg)
+    value = os.environ.get(args.sign_key_env)
+    if not value:
+        msg = f"--sign-key-env: environment variable {args.sign_key_env} is not set"
+        raise InputError(msg)
+    return value.encode("utf-8", "surrogateescape")
 
 
 def _slug(target: str) -> str:
     return "".join(c if c.isalnum() or c in "-." else "_" for c in target.split("://", 1)[-1])
+
+
+def _folders(targets: list[str]) -> list[str]:
+    """One distinct folder name per server (``host_8000``, then ``host_8000-2``, …)."""
+    taken: set[str] = set()
+    names = []
+    for target in targets:
+        base = _slug(target) or "server"
+        name, n = base, 1
+        while name in taken:
+            n += 1
+            name = f"{base}-{n}"
+        taken.add(name)
+        names.append(name)
+    return names
 
 
 def run(args: argparse.Namespace) -> int:
@@ -216,6 +261,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         key = _api_key(args)
         remember(key)  # nothing printed or saved from here on carries it
+        sign_key = _sign_key(args)
         log = _read_log(args.startup_log) if args.startup_log else None
         if len(args.urls) == 1:
             from vllm_evidence.capture.http import clean_target
@@ -228,30 +274,41 @@ def run(args: argparse.Namespace) -> int:
         target, batch = probed[0]
         if isinstance(batch, str):
             return fail(PROG, batch)
-        if args.save:
-            try:
-                _save(batch, Path(args.save))
-            except (InputError, OSError) as exc:
-                return fail(PROG, f"--save: {exc}")
+        save_failure = _save(batch, Path(args.save), args, sign_key) if args.save else None
         try:
             assessment = assess(readback_from_batch(batch), log, launch=args.launch)
         except InputError as exc:
             return fail(PROG, str(exc))
         print_report(assessment, json_out=args.json, target=target)
-        return check_requirements([assessment], args.require)
+        status = check_requirements([assessment], args.require)
+        if save_failure is not None:
+            return fail(PROG, save_failure)  # the report above stands; the save did not
+        return status
     results: list[tuple[str, Assessment | str]] = []
-    for target, batch in probed:
+    save_failures: list[str] = []
+    saving = bool(args.save)
+    if saving:
+        try:
+            Path(args.save).mkdir(exist_ok=True)
+        except OSError as exc:
+            save_failures.append(f"--save {args.save}: {exc.strerror}")
+            saving = False
+    folders = _folders([target for target, _ in probed])
+    for (target, batch), folder in zip(probed, folders, strict=True):
         if isinstance(batch, str):
             results.append((target, batch))
             continue
-        if args.save:
-            try:
-                _save(batch, Path(args.save) / _slug(target))
-            except (InputError, OSError) as exc:
-                return fail(PROG, f"--save: {exc}")
+        if saving:
+            failure = _save(batch, Path(args.save) / folder, args, sign_key)
+            if failure is not None:
+                save_failures.append(failure)
         results.append((target, assess(readback_from_batch(batch), None)))
     print_fleet(results, json_out=args.json)
     assessed = [r for _, r in results if not isinstance(r, str)]
+    for failure in save_failures:
+        fail(PROG, failure)
+    if save_failures:
+        return 2
     if args.require and len(assessed) < len(results):
         sys.stderr.write("vllm-evidence: some servers could not be read\n")
         return 3
