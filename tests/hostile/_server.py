@@ -209,3 +209,71 @@ def control_characters_in_ids(target: str, headers: dict[str, str]) -> bytes:
     ]
     body = json.dumps({"object": "list", "data": cards}, ensure_ascii=False).encode()
     return real_reply(target, {"v1_models": body})
+
+
+# -- modes that size allocations and parsing time (items 2-4) -----------------------------
+
+#: Just under the probe's 8 MiB body cap: the largest body a server can make it parse.
+NEAR_CAP = 8 * 1024 * 1024 - 4096
+
+
+def _server_info_json_with(**parallel: object) -> bytes:
+    import json
+
+    document = json.loads(_real_text("server_info__config_format_json"))
+    config = document["vllm_config"]["parallel_config"]
+    config.update(parallel)
+    return json.dumps(document).encode()
+
+
+def sizes_past_any_deployment(target: str, headers: dict[str, str]) -> bytes:
+    """DP 1,000,000,000 and TP 30,000,000 in /server_info; world size 1e9 (item 2)."""
+    return real_reply(
+        target,
+        {
+            "server_info__config_format_json": _server_info_json_with(
+                data_parallel_size=1_000_000_000, tensor_parallel_size=30_000_000
+            ),
+            "get_world_size": b"1000000000",
+        },
+    )
+
+
+def five_thousand_digits(target: str, headers: dict[str, str]) -> bytes:
+    """5,000-digit sizes: past Python's own int() limit (item 4)."""
+    body = _server_info_json_with(tensor_parallel_size=7_777_777)  # then made 5,000 digits
+    body = body.replace(b"7777777", b"9" * 5000)
+    return real_reply(
+        target,
+        {"server_info__config_format_json": body, "get_world_size": b"9" * 5000},
+    )
+
+
+def deep_json_near_the_cap(target: str, headers: dict[str, str]) -> bytes:
+    """Every JSON route answers ``[`` repeated to just under the body cap (item 4)."""
+    if target == "/metrics":
+        return real_reply(target)
+    return response(200, b"[" * NEAR_CAP)
+
+
+def metrics_scan_worst_case(target: str, headers: dict[str, str]) -> bytes:
+    """A newline-free /metrics line of repeated names just under the cap (item 3)."""
+    if target != "/metrics":
+        return real_reply(target)
+    unit = b"vllm:cache_config_info "
+    return response(200, unit * (NEAR_CAP // len(unit)))
+
+
+#: The hostile modes, by what they try.
+MODES: dict[str, Reply] = {
+    "reflect-malformed-header": reflect_in_malformed_header,
+    "reflect-location": reflect_in_location,
+    "reflect-body": reflect_in_body,
+    "dp1-two-engine-series": dp1_with_two_engine_series,
+    "two-figures-one-engine": two_figures_for_one_engine,
+    "control-characters-in-ids": control_characters_in_ids,
+    "sizes-past-any-deployment": sizes_past_any_deployment,
+    "five-thousand-digits": five_thousand_digits,
+    "deep-json-near-the-cap": deep_json_near_the_cap,
+    "metrics-scan-worst-case": metrics_scan_worst_case,
+}
