@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -95,3 +96,16 @@ def _ids(decision: object) -> set[str]:
         for item in decision:
             found |= _ids(item)
     return found
+
+
+def test_control_characters_in_a_logs_served_names_are_escaped(tmp_path: Path) -> None:
+    """A log's ANSI sequences are stripped by its reader; what is left is escaped."""
+    from tests._evidence import args, banner
+
+    log = tmp_path / "startup.log"
+    names = "['evil\x07\x7fname', 'bidi\u202eexe', 'c1\x9bx']"
+    log.write_text(banner("0.32.0") + args(f"{{'served_model_name': {names}}}"), encoding="utf-8")
+    out = _cli("log", str(log))
+    assert out.returncode == 0, out.stderr
+    assert not [c for c in ("\x07", "\x7f", "\u202e", "\x9b") if c in out.stdout]
+    assert "served names:       evil\\x07\\x7fname, bidi\\u202eexe, c1\\x9bx" in out.stdout
