@@ -94,6 +94,7 @@ def _capacity_evidence_helps(reason: CapacityReason) -> bool:
             | CapacityReason.INSUFFICIENT_AUTHORITY
             | CapacityReason.SOURCES_DISAGREE
             | CapacityReason.ENGINES_MISSING
+            | CapacityReason.FIGURES_CONFLICT
         ):
             return True
         case (

@@ -3,6 +3,8 @@
 * Hypothesis profiles: ``HYPOTHESIS_PROFILE=dev`` runs more examples; CI uses the
   default profile (Hypothesis loads its own derandomised ``ci`` profile when
   ``CI=true``).
+* Each test starts with no remembered secret (a probe with an API key makes the
+  process scrub it from everything it renders afterwards: ``vllm_evidence._scrub``).
 * Suite-wide guard: every request any stub front door received -- started directly, by
   a strategy, or by the ``vllm_front_door`` fixture -- was a GET to a route.
 """
@@ -15,6 +17,7 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import HealthCheck, settings
 
+from vllm_evidence._scrub import forget_all
 from vllm_evidence.testing.stub import (
     ALLOWED_TARGETS,
     StubRequest,
@@ -47,3 +50,11 @@ def stub_request_log() -> Iterator[list[StubRequest]]:
     with observe_requests() as log:
         yield log
     assert forbidden(log) == [], "the probe sent something other than GET to a route"
+
+
+@pytest.fixture(autouse=True)
+def _forget_secrets() -> Iterator[None]:
+    """A key one test probed with is not scrubbed from the next test's output."""
+    forget_all()
+    yield
+    forget_all()

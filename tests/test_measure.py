@@ -185,3 +185,31 @@ def test_negative_zero_keeps_its_sign() -> None:
     parsed = GiB.parse("-0.00")
     assert isinstance(parsed, GiB)
     assert str(parsed.value) == "-0.00"
+
+
+@pytest.mark.parametrize(
+    "text", ["1e999999999", "1e-999999999", "0e999999999", "1e401", "1e-420", "1.5E+999"]
+)
+@pytest.mark.parametrize("measure", [BasisPoint, Concurrency, GiB])
+def test_an_exponent_past_any_figure_is_out_of_range_not_an_overflow(
+    measure: type[BasisPoint | Concurrency | GiB], text: str
+) -> None:
+    """Issue 15, item 9: ``decimal.Overflow`` and a silent 0 bp were both possible."""
+    result = measure.parse(text)
+    assert isinstance(result, MeasureParseFailure), result
+    assert result.reason is ParseFailureReason.OUT_OF_RANGE
+
+
+def test_basis_points_are_exact_past_the_decimal_context_precision() -> None:
+    """31 significant digits: the default 28-digit context would round it to 10000 bp."""
+    result = BasisPoint.parse("1.00000000000000000000000000001")
+    assert isinstance(result, MeasureParseFailure)
+    assert result.reason is ParseFailureReason.FINER_THAN_UNIT
+    assert BasisPoint.parse("1e-4") == BasisPoint(1)
+    assert BasisPoint.parse("12345678901234") == BasisPoint(123456789012340000)
+
+
+def test_basis_points_past_eighteen_digits_are_out_of_range() -> None:
+    result = BasisPoint.parse("123456789012345")
+    assert isinstance(result, MeasureParseFailure)
+    assert result.reason is ParseFailureReason.OUT_OF_RANGE

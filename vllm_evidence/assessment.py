@@ -23,6 +23,7 @@ import attrs
 from packaging.version import Version
 
 from vllm_evidence._claims import CLAIMS, Claim
+from vllm_evidence._scrub import scrub
 from vllm_evidence._seal import Reduction, Sealed, minter
 from vllm_evidence.adapters import outcome as arms
 from vllm_evidence.adapters.startup_log import Launch, StartupLog
@@ -378,11 +379,15 @@ def observation_lines(assessment: Assessment) -> list[str]:
 
 def render_report(assessment: Assessment, *, target: str | None = None) -> str:
     """The plain-text report: ``str(assessment)``, and what ``vllm-evidence probe`` prints
-    without a terminal (with ``target``, the server it read, in the title)."""
+    without a terminal (with ``target``, the server it read, in the title).
+
+    Every line passes through :func:`~vllm_evidence._scrub.scrub`: a served id, a
+    redirect target or a transport detail is server-controlled text, so its control
+    characters are escaped and no secret survives."""
     out = [title(assessment, target)]
     for row in report_rows(assessment):
         out.append(f"  {row.title:<22} {row.verdict.upper():<12} {row.reason}")
         out.extend(f"  {'':<22} {part}" for part in row.why)
     out.append("observations:")
     out.extend(f"  {line}" for line in observation_lines(assessment))
-    return "\n".join(out) + "\n"
+    return "\n".join(scrub(line) for line in out) + "\n"

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import enum
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Context, Decimal, InvalidOperation
 from typing import Self, final
 
 import attrs
@@ -48,6 +48,14 @@ _GROUPED_INT = re.compile(r"[0-9]{1,3}(?:,[0-9]{3})+")
 _DECIMAL = re.compile(r"(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 #: A longer integer is no count vLLM prints (2**64 has 20 digits; 40 allows separators).
 _MAX_DIGITS = 40
+#: The largest decimal exponent read: every float ``repr`` (a label value) is inside it
+#: (``5e-324`` .. ``1.8e308``), and past it ``decimal`` overflows (``1e999999999``
+#: basis points) or underflows to zero (``1e-999999999`` read as 0 bp).
+_MAX_EXPONENT = 400
+#: Enough precision for any text of ``_MAX_DIGITS`` characters scaled exactly.
+_EXACT = Context(prec=_MAX_DIGITS + _MAX_EXPONENT + 8)
+#: Basis points past this many digits are not a fraction anyone configured.
+_MAX_BP_DIGITS = 18
 _NON_FINITE = re.compile(r"[+-]?(?:nan|inf|infinity)", re.IGNORECASE)
 
 
@@ -149,9 +157,13 @@ def _parse_decimal(measure: str, text: object, *, signed: bool) -> Decimal | Mea
         return _fail(measure, text, ParseFailureReason.NOT_A_NUMBER)
     try:
         # Decimal(text) keeps the sign of a negative zero ("-0.00") exactly.
-        return Decimal(("-" if negative else "") + body)
+        value = Decimal(("-" if negative else "") + body)
     except InvalidOperation:  # pragma: no cover - the regex admits only valid decimals
         return _fail(measure, text, ParseFailureReason.NOT_A_NUMBER)
+    exponent = value.as_tuple().exponent
+    if not isinstance(exponent, int) or abs(exponent) > _MAX_EXPONENT:
+        return _fail(measure, text, ParseFailureReason.OUT_OF_RANGE)
+    return value
 
 
 def _check_count(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
@@ -264,9 +276,11 @@ class BasisPoint:
         parsed = _parse_decimal(cls.__name__, text, signed=False)
         if isinstance(parsed, MeasureParseFailure):
             return parsed
-        scaled = parsed * 10000
-        if scaled != scaled.to_integral_value():
+        scaled = parsed.scaleb(4, context=_EXACT)  # exact: no rounding, no underflow
+        if scaled != scaled.to_integral_value(context=_EXACT):
             return _fail(cls.__name__, text, ParseFailureReason.FINER_THAN_UNIT)
+        if scaled.adjusted() >= _MAX_BP_DIGITS:
+            return _fail(cls.__name__, text, ParseFailureReason.OUT_OF_RANGE)
         return cls(int(scaled))
 
     def as_decimal(self) -> Decimal:

@@ -38,7 +38,7 @@ def test_probe_save_load_round_trip(tmp_path: Path) -> None:
     assert isinstance(loaded.world_size, NotFound)
     assert isinstance(front_door_join(loaded), JoinedIncarnation)
     manifest = json.loads((saved / MANIFEST).read_text())
-    assert manifest["schema"] == "vllm-evidence/capture-manifest/1"
+    assert manifest["schema"] == "vllm-evidence/capture-manifest/2"
     assert manifest["batch_id"] == batch.batch_id
     assert manifest["target"] == door.url
     assert (saved / "metrics.body").read_bytes() == (REAL / "metrics.body").read_bytes()
@@ -65,7 +65,7 @@ def test_save_refuses_an_existing_directory(tmp_path: Path) -> None:
 
 
 def test_bare_directory_is_a_historical_bundle() -> None:
-    loaded = load(REAL)
+    loaded = load(REAL, bodies=True)
     assert isinstance(loaded, HistoricalBundle)
     assert front_door_join(loaded).reason is JoinReason.CALLER_ASSEMBLED
     assert isinstance(loaded.version, Parsed)
@@ -78,7 +78,7 @@ def test_bare_directory_keeps_a_saved_404(tmp_path: Path) -> None:
     (tmp_path / "get_world_size.body").write_bytes(b'{"detail":"Not Found"}')
     (tmp_path / "get_world_size.headers").write_text("HTTP/1.1 404 Not Found\n")
     (tmp_path / "version.body").write_bytes(b'{"version":"0.20.0"}')
-    loaded = load(tmp_path)
+    loaded = load(tmp_path, bodies=True)
     assert isinstance(loaded, HistoricalBundle)
     assert isinstance(loaded.world_size, NotFound)
     assert isinstance(loaded.version, Parsed)

@@ -351,7 +351,10 @@ def test_explain_tampered_capture(tmp_path: Path) -> None:
 
 
 def test_explain_bad_launch_index() -> None:
-    line = _one_line_error(_run("explain", str(REAL), "--launch", "7"))
+    log = str(REAL / "startup.log")
+    line = _one_line_error(
+        _run("explain", str(REAL), "--bodies", "--startup-log", log, "--launch", "7")
+    )
     assert "launch must be 0..0, got 7" in line
 
 
@@ -379,15 +382,16 @@ def test_no_command_is_one_line_and_exits_2() -> None:
 
 
 def test_log_into_explain_with_a_copied_bare_directory(tmp_path: Path) -> None:
-    """A bare directory with its startup.log beside the bodies uses that log."""
+    """A bare directory's startup.log beside the bodies is used only when named: an
+    unlisted log would flip parallel to established (issue 15, item 7)."""
     bare = tmp_path / "bare"
     shutil.copytree(REAL, bare)
-    doc = json.loads(_run("explain", str(bare), "--json").stdout)
+    doc = json.loads(_run("explain", str(bare), "--bodies", "--json").stdout)
+    assert doc["decisions"]["parallel"]["reason"] == "population_unobserved"
+    named = ["--startup-log", str(bare / "startup.log")]
+    doc = json.loads(_run("explain", str(bare), "--bodies", "--json", *named).stdout)
     assert doc["decisions"]["parallel"]["reason"] == "established"
     assert doc["observations"]["startup_log"]["assessed_launch"] == 0
-    (bare / "startup.log").unlink()
-    doc = json.loads(_run("explain", str(bare), "--json").stdout)
-    assert doc["decisions"]["parallel"]["reason"] == "population_unobserved"
 
 
 @pytest.mark.parametrize("command", ["probe", "explain", "demo", "log", "laws"])

@@ -18,7 +18,7 @@ from vllm_evidence.testing.stub import serve_capture
 
 
 def test_explain_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["explain", str(REAL), "--json"]) == 0
+    assert main(["explain", str(REAL), "--bodies", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["schema"] == "vllm-evidence.assessment/1"
     assert doc["observations"]["version"] == "0.32.0"
@@ -44,7 +44,7 @@ def test_explain_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_explain_text(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["explain", str(REAL)]) == 0
+    assert main(["explain", str(REAL), "--bodies"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("vLLM 0.32.0\n")
     assert "engine 0: 4,194,304 tokens" in out
@@ -64,7 +64,7 @@ def test_explain_refuses_tampered_capture_with_exit_2(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr.count("\n") == 1
-    assert "SHA-256" in result.stderr
+    assert "does not match the manifest" in result.stderr
     assert "Traceback" not in result.stderr
 
 

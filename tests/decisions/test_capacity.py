@@ -130,7 +130,7 @@ def test_label_and_log_disagreeing_pick_neither() -> None:
 
 
 def test_real_label_equals_the_real_log_line() -> None:
-    decision = _established(load(REAL), real_log())
+    decision = _established(load(REAL, bodies=True), real_log())
     assert _tokens(decision) == [("0", 4194304)]
     assert [e.tokens.value for e in decision.corroborated_by] == [4194304]
     # each source alone gives the same figure
@@ -695,3 +695,58 @@ def test_capacity_log_of_another_build() -> None:
         "they are not the same server",
         "give the startup log of the serving launch",
     )
+
+
+def test_engines_past_the_resolved_dp_size_are_a_conflict_not_more_capacity() -> None:
+    """Issue 15, item 8: DP=1 by /server_info but series for engines 0 and 1."""
+    two = bundle(
+        version_body("0.32.0"),
+        server_info_json(dp=1),
+        cache_config_metrics(
+            'engine="0",kv_cache_size_tokens="4096"', 'engine="1",kv_cache_size_tokens="4096"'
+        ),
+    )
+    _says(
+        _capacity_refused(two),
+        CapacityReason.FIGURES_CONFLICT,
+        "the same source resolves 1 DP engine(s), but has capacity figures for engine(s) 1 past it",
+        "probe again; if it persists, the server's /server_info and /metrics describe "
+        "different deployments",
+    )
+
+
+def test_two_figures_for_one_engine_are_a_conflict_not_the_smaller() -> None:
+    """Issue 15, item 8: two kv_cache_size_tokens series for engine 0 that differ."""
+    conflicting = bundle(
+        version_body("0.32.0"),
+        cache_config_metrics(
+            'engine="0",kv_cache_size_tokens="4096"', 'engine="0",kv_cache_size_tokens="8192"'
+        ),
+    )
+    refused = _capacity_refused(conflicting)
+    assert refused.reason is CapacityReason.FIGURES_CONFLICT
+    assert refused.detail == (
+        "engine 0 has 2 different capacity figures from one source: 4,096 tokens, "
+        "8,192 tokens (GET /metrics)"
+    )
+    assert refused.engines == ()
+    repeated = bundle(
+        version_body("0.32.0"),
+        cache_config_metrics(
+            'engine="0",kv_cache_size_tokens="4096"', 'engine="0",kv_cache_size_tokens="4096"'
+        ),
+    )
+    assert isinstance(_capacity(repeated), CapacityEstablished)
+
+
+def test_a_log_figure_past_the_logs_dp_size_is_a_conflict() -> None:
+    refused = _capacity_refused(
+        None,
+        _dp_log(
+            1,
+            one_line_capacity("1,000", KV_DP0, "GPU"),
+            one_line_capacity("1,000", KV_DP1, "GPU"),
+        ),
+    )
+    assert refused.reason is CapacityReason.FIGURES_CONFLICT
+    assert "engine(s) 1 past it" in refused.detail

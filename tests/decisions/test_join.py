@@ -56,7 +56,7 @@ def test_a_failed_bracket_read_is_bracket_read_failed() -> None:
 
 
 def test_a_historical_bundle_is_caller_assembled_even_with_the_real_bodies() -> None:
-    loaded = load(REAL)  # a bare directory: no manifest, so a historical bundle
+    loaded = load(REAL, bodies=True)  # a bare directory: no manifest, so a historical bundle
     decision = assess(loaded, real_log()).front_door_join
     assert isinstance(decision, JoinUnestablished)
     assert decision.reason is JoinReason.CALLER_ASSEMBLED

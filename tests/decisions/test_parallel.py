@@ -297,7 +297,7 @@ def test_engine_line_without_tp_and_pp_does_not_resolve() -> None:
 
 
 def test_real_capture_with_its_log_is_established_at_stage_two() -> None:
-    decision = _established(load(REAL), real_log())
+    decision = _established(load(REAL, bodies=True), real_log())
     c = decision.configuration
     assert (c.tensor_parallel_size, c.pipeline_parallel_size, c.data_parallel_size) == (1, 1, 1)
     assert [(r.rank, r.pid) for r in decision.ranks] == [(0, 23986)]

@@ -17,7 +17,10 @@ PACKAGE = Path(__file__).resolve().parents[2] / "vllm_evidence"
 
 #: Lowest first.  A module belongs to the first prefix that matches its dotted name.
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("ground", ("_seal", "_bounds", "measure", "errors", "_claims", "_converter", "upstream")),
+    (
+        "ground",
+        ("_seal", "_bounds", "_scrub", "measure", "errors", "_claims", "_converter", "upstream"),
+    ),
     ("capture", ("capture",)),
     ("adapters", ("adapters",)),
     ("readback", ("readback",)),

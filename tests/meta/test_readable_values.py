@@ -54,7 +54,7 @@ def _real_assessments() -> list[tuple[str, Assessment]]:
         with serve_capture(serve_from, api_key=key) as door:
             batch = probe_sync(door.url, api_key=key)
         found.append((directory.name, assess(readback_from_batch(batch), _log(directory))))
-    found.append(("devmode-bare", assess(load(REAL), _log(REAL))))
+    found.append(("devmode-bare", assess(load(REAL, bodies=True), _log(REAL))))
     return found
 
 
@@ -143,11 +143,17 @@ def _explain_stdout(argv: list[str]) -> str:
     ids=lambda p: p.name,
 )
 def test_str_of_an_assessment_is_the_cli_report(directory: Path) -> None:
-    """``explain`` (no terminal) prints exactly ``str(assessment)``."""
+    """``explain`` (no terminal) prints exactly ``str(assessment)``, then the capture's
+    provenance line."""
     log = directory / "startup.log"
-    argv = ["explain", str(directory), "--startup-log", str(log)]
-    assessment = assess(load(directory), _log(directory))
-    assert _explain_stdout(argv) == str(assessment)
+    argv = ["explain", str(directory), "--bodies", "--startup-log", str(log)]
+    assessment = assess(load(directory, bodies=True), _log(directory))
+    report, provenance = _explain_stdout(argv).rsplit("\nprovenance: ", 1)
+    assert report + "\n" == str(assessment)
+    assert provenance.endswith(
+        "bare bodies read with --bodies (no manifest: nothing shows these "
+        "bytes were one batch, or unedited)\n"
+    )
     assert str(assessment) == render_report(assessment)
     assert str(assessment).startswith("vLLM ")
 

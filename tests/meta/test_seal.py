@@ -133,7 +133,7 @@ REDERIVABLE = {
 def _an_assessment() -> Assessment:
     log = read_startup_log(DEMO / "startup.log")
     assert isinstance(log, StartupLog)
-    return assess(load(DEMO), log)
+    return assess(load(DEMO, bodies=True), log)
 
 
 def _unpickle(data: bytes) -> Any:

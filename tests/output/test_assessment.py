@@ -20,7 +20,7 @@ def _document(**kw: Any) -> AssessmentDocument:
 
 
 def test_the_document_carries_the_public_keys() -> None:
-    doc = _document(front_door=load(REAL), startup_log=real_log())
+    doc = _document(front_door=load(REAL, bodies=True), startup_log=real_log())
     assert doc["schema"] == "vllm-evidence.assessment/1"
     assert doc["version"] == "0.32.0"
     decisions = doc["decisions"]

@@ -144,7 +144,7 @@ def test_every_exchange_field_is_in_the_document(captured: Assessment) -> None:
 
 
 def test_a_historical_assessment_round_trips(log_path: Path) -> None:
-    bundle = load(DEMO)
+    bundle = load(DEMO, bodies=True)
     assert isinstance(bundle, HistoricalBundle)
     assessment = assess(bundle, _read_log(log_path))
     text = dumps(assessment)
@@ -199,7 +199,7 @@ def test_one_byte_of_an_embedded_body_changed_is_refused(captured: Assessment) -
 
 
 def test_one_byte_of_a_bundle_body_changed_is_refused() -> None:
-    assessment = assess(load(DEMO))
+    assessment = assess(load(DEMO, bodies=True))
     document = _document(dumps(assessment))
     entry = document["front_door"]["bodies"][0]
     entry["body"] = base64.b64encode(_flip(base64.b64decode(entry["body"]), 0)).decode()
@@ -366,7 +366,7 @@ def test_non_text_is_refused() -> None:
 @settings(max_examples=200, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_any_edit_of_a_document_loads_or_gives_the_typed_error(data: st.DataObject) -> None:
-    text = dumps(assess(load(DEMO)))
+    text = dumps(assess(load(DEMO, bodies=True)))
     position = data.draw(st.integers(0, len(text) - 1))
     replacement = data.draw(st.sampled_from(['"', "[", "{", "}", "]", "0", ",", "x", ""]))
     edited = text[:position] + replacement + text[position + 1 :]
@@ -410,12 +410,12 @@ def test_a_process_pool_worker_returns_an_equal_assessment(
     with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
         from_worker = pool.submit(assess, readback, log).result(timeout=120)
         log_from_worker = pool.submit(read_startup_log, str(log_path)).result(timeout=60)
-        bundle_from_worker = pool.submit(load, str(DEMO)).result(timeout=60)
+        bundle_from_worker = pool.submit(load, str(DEMO), bodies=True).result(timeout=60)
         batch_back = pool.submit(readback_from_batch, readback.batch).result(timeout=60)
     assert isinstance(from_worker, Assessment)
     assert from_worker == expected
     assert log_from_worker == log
-    assert bundle_from_worker == load(DEMO)
+    assert bundle_from_worker == load(DEMO, bodies=True)
     assert batch_back == readback
 
 

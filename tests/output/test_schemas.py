@@ -212,13 +212,14 @@ def test_log_json_of_every_fixture_validates(log: Path) -> None:
 
 @pytest.mark.parametrize("directory", BARE, ids=lambda p: p.name)
 def test_explain_json_of_every_fixture_validates(directory: Path) -> None:
-    status, out = _run(["explain", str(directory), "--json"])
+    status, out = _run(["explain", str(directory), "--bodies", "--json"])
     assert status == 0
     _assert_valid("assessment", json.loads(out))
     if (directory / "startup.log").exists():
         argv = [
             "explain",
             str(directory),
+            "--bodies",
             "--json",
             "--startup-log",
             str(directory / "startup.log"),
@@ -227,7 +228,7 @@ def test_explain_json_of_every_fixture_validates(directory: Path) -> None:
 
 
 def test_a_probe_of_several_servers_validates_line_by_line() -> None:
-    bundle = load(SERVERS[0])
+    bundle = load(SERVERS[0], bodies=True)
     from vllm_evidence.assessment import assess
 
     _assert_valid("assessment", server_document("http://a:8000", assess(bundle)))

@@ -77,7 +77,7 @@ def test_products_and_model_lists_never_resolve_a_configuration(
 def test_server_info_without_a_log_never_passes_stage_two(
     tp: int, pp: int, dp: int, backend: str | None, version: str, product: int | None
 ) -> None:
-    # A world past MAX_WORLD_SIZE stops at stage 1 instead (tests/properties/test_bounds.py).
+    # A world past MAX_WORLD_SIZE stops at stage 1 instead (tests/hostile/test_bounds.py).
     assume(tp * pp * dp <= MAX_WORLD_SIZE)
     extra = {} if product is None else {Route.GET_WORLD_SIZE: b'{"world_size":%d}' % product}
     front_door = bundle(

@@ -10,10 +10,12 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests._paths import REAL
+from tests._reseal import reseal
 from vllm_evidence.adapters.failure import BodyParseFailure
 from vllm_evidence.adapters.metrics import MetricsObservation, parse_metrics
 from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
@@ -124,7 +126,7 @@ def test_a_headers_file_with_a_non_ascii_status_is_refused(tmp_path: Path) -> No
     (bare / "version.body").write_bytes(b'{"version":"0.32.0"}')
     (bare / "version.headers").write_text("HTTP/1.1 ²00 OK\n", encoding="utf-8")
     with pytest.raises(InputError, match="not an HTTP status line"):
-        load(bare)
+        load(bare, bodies=True)
 
 
 def _saved(tmp_path: Path) -> Path:
@@ -136,9 +138,11 @@ def _saved(tmp_path: Path) -> Path:
 
 def test_credentials_in_a_manifest_target_are_never_printed(tmp_path: Path) -> None:
     saved = _saved(tmp_path)
-    manifest = json.loads((saved / "manifest.json").read_text(encoding="utf-8"))
-    manifest["target"] = manifest["target"].replace("http://", "http://u:pwSECRET@")
-    (saved / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+
+    def edit(manifest: dict[str, Any]) -> None:
+        manifest["target"] = manifest["target"].replace("http://", "http://u:pwSECRET@")
+
+    reseal(saved, edit)
     for argv in (["explain", str(saved)], ["explain", str(saved), "--json"]):
         out = _run(*argv)
         assert out.returncode == 0, out.stderr
@@ -147,13 +151,15 @@ def test_credentials_in_a_manifest_target_are_never_printed(tmp_path: Path) -> N
 
 def test_a_route_read_outside_the_bracket_is_refused(tmp_path: Path) -> None:
     saved = _saved(tmp_path)
-    manifest = json.loads((saved / "manifest.json").read_text(encoding="utf-8"))
-    close = next(r for r in manifest["requests"] if r["role"] == "bracket_close")
-    for request in manifest["requests"]:
-        if request["role"] == "route":
-            request["started_monotonic_ns"] = close["ended_monotonic_ns"] + 10**12
-            request["ended_monotonic_ns"] = request["started_monotonic_ns"] + 1
-    (saved / "manifest.json").write_text(json.dumps(manifest), encoding="utf-8")
+
+    def edit(manifest: dict[str, Any]) -> None:
+        close = next(r for r in manifest["requests"] if r["role"] == "bracket_close")
+        for request in manifest["requests"]:
+            if request["role"] == "route":
+                request["started_monotonic_ns"] = close["ended_monotonic_ns"] + 10**12
+                request["ended_monotonic_ns"] = request["started_monotonic_ns"] + 1
+
+    reseal(saved, edit)
     line = _one_line(_run("explain", str(saved)))
     assert "between the two bracketing /metrics reads" in line
 

@@ -1,7 +1,9 @@
 """Terminal conventions shared by the subcommands.
 
 Colour and tables (rich) only on a TTY without ``NO_COLOR``; plain text when piped;
-JSON with ``--json``; errors as one line on stderr.
+JSON with ``--json``; errors as one line on stderr.  Everything written passes through
+:func:`vllm_evidence._scrub.scrub`: no secret, and no control character a terminal would
+act on, reaches stdout or stderr.
 """
 
 from __future__ import annotations
@@ -9,9 +11,11 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
-__all__ = ["emit_json", "fail", "print_table", "styled"]
+from vllm_evidence._scrub import scrub
+
+__all__ = ["emit_json", "fail", "json_text", "print_table", "styled"]
 
 
 def styled() -> bool:
@@ -19,30 +23,38 @@ def styled() -> bool:
     return sys.stdout.isatty() and "NO_COLOR" not in os.environ
 
 
+def json_text(document: object, *, indent: int | None = 2) -> str:
+    """One JSON document as text, scrubbed (secrets removed, raw controls escaped)."""
+    text = json.dumps(document, indent=indent, sort_keys=False, ensure_ascii=False)
+    return scrub(text, form="json")
+
+
 def emit_json(document: object) -> None:
     """Write one JSON document (and a newline) to stdout."""
-    sys.stdout.write(json.dumps(document, indent=2, sort_keys=False, ensure_ascii=False))
+    sys.stdout.write(json_text(document))
     sys.stdout.write("\n")
 
 
-def fail(prog: str, message: str, status: int = 2) -> int:
+def fail(prog: str, message: str, status: int = 2, *, secrets: Iterable[str] = ()) -> int:
     """Write ``prog: error: message`` as one line on stderr; return ``status``."""
-    line = " ".join(message.split())
+    line = scrub(" ".join(message.split()), secrets=secrets)
     sys.stderr.write(f"{prog}: error: {line}\n")
     return status
 
 
 def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
     """A table: rich on a styled terminal, aligned plain text otherwise."""
+    rows = [[scrub(cell) for cell in row] for row in rows]
     if styled():
         from rich.console import Console
+        from rich.markup import escape
         from rich.table import Table
 
         table = Table(title=title, show_lines=False)
         for column in columns:
             table.add_column(column, overflow="fold")
         for row in rows:
-            table.add_row(*row)
+            table.add_row(*(escape(cell) for cell in row))
         Console().print(table)
         return
     sys.stdout.write(f"{title}\n")

@@ -7,7 +7,8 @@ import sys
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from vllm_evidence._cli._output import emit_json, styled
+from vllm_evidence._cli._output import emit_json, json_text, styled
+from vllm_evidence._scrub import scrub
 
 if TYPE_CHECKING:
     from vllm_evidence._claims import Claim
@@ -85,22 +86,22 @@ def print_report(assessment: Assessment, *, json_out: bool, target: str | None =
     from rich.markup import escape
 
     console = Console(highlight=False)
-    console.print(f"[bold]{escape(title(assessment, target))}[/bold]")
+    console.print(f"[bold]{escape(scrub(title(assessment, target)))}[/bold]")
     for row in report_rows(assessment):
         colour = _COLOURS.get(row.verdict, "white")
         console.print(
             f"  [bold]{row.title:<22}[/bold] [{colour}]{row.verdict.upper():<12}[/{colour}] "
-            f"{row.reason}"
+            f"{escape(scrub(row.reason))}"
         )
         for part in row.why:
-            text = escape(part)
+            text = escape(scrub(part))
             if part.startswith("law "):
                 console.print(f"  {'':<22} [dim]{text}[/dim]")
             else:
                 console.print(f"  {'':<22} {text}")
     console.print("[bold]observations[/bold]")
     for line in observation_lines(assessment):
-        console.print(f"  {escape(line)}", overflow="fold")
+        console.print(f"  {escape(scrub(line))}", overflow="fold")
 
 
 FLEET_COLUMNS = ("server", "version", "served ids", "parallel", "capacity", "join", "/health")
@@ -109,11 +110,9 @@ FLEET_COLUMNS = ("server", "version", "served ids", "parallel", "capacity", "joi
 def fleet_json_line(target: str, result: Assessment | str) -> str:
     """One server of a fleet as one JSON line (``target`` first; ``error`` or the
     assessment document): lines of several runs or shards concatenate into one fleet."""
-    import json
-
     from vllm_evidence.output.assessment import server_document
 
-    return json.dumps(server_document(target, result), ensure_ascii=False) + "\n"
+    return json_text(server_document(target, result), indent=None) + "\n"
 
 
 def fleet_cells(target: str, result: Assessment | str) -> list[str]:

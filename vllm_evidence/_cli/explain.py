@@ -3,24 +3,30 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
+import os
+import sys
 from typing import Any
 
 from vllm_evidence._cli._output import fail
 from vllm_evidence._cli._report import add_report_arguments, check_requirements, print_report
+from vllm_evidence._scrub import scrub
 
 PROG = "vllm-evidence explain"
 
 EPILOG = """\
 examples:
   vllm-evidence explain capture/                  a directory saved by `probe --save`
-  vllm-evidence explain bodies/ --startup-log vllm.log --json
+  VLLM_SIGN=... vllm-evidence explain capture/ --verify-key-env VLLM_SIGN
+  vllm-evidence explain bodies/ --bodies --startup-log vllm.log --json
   vllm-evidence explain capture/ --require parallel
 
-Every digest in a saved directory's manifest is verified and every observation is
-re-derived from the raw bytes; a decision is never read back from JSON.  A directory
-of bare <route>.body files loads as a historical bundle (never joined).  A
-startup.log inside the directory is used unless --startup-log names another.
+A saved directory's manifest is checked against its seal (and, with --verify-key-env,
+its signature), the directory must hold exactly the files it lists, and every file's
+size and digest is verified; every observation is re-derived from the raw bytes and a
+decision is never read back from JSON.  A startup.log is used only when the manifest
+lists it (probe --save --startup-log) or --startup-log names a log.  A directory of bare
+<route>.body files is read only with --bodies, as a historical bundle (never joined).
+The report's provenance line says whether the capture was signed.
 exit status: 0 assessed, 2 unreadable or tampered input, 3 a --require'd claim refused.
 """
 
@@ -43,33 +49,71 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--launch", type=int, metavar="N", help="which launch of the log (default: the last)"
     )
+    parser.add_argument(
+        "--bodies",
+        action="store_true",
+        help="read a directory without manifest.json as bare bodies (proves nothing about "
+        "one batch; marked so in the provenance)",
+    )
+    parser.add_argument(
+        "--verify-key-env",
+        metavar="VAR",
+        help="refuse the directory unless its manifest is signed by the key in $VAR",
+    )
     add_report_arguments(parser)
     parser.set_defaults(handler=run)
+
+
+def _verify_key(args: argparse.Namespace) -> bytes | None:
+    from vllm_evidence.errors import InputError
+
+    if args.verify_key_env is None:
+        return None
+    value = os.environ.get(args.verify_key_env)
+    if not value:
+        msg = f"--verify-key-env: environment variable {args.verify_key_env} is not set"
+        raise InputError(msg)
+    return value.encode("utf-8", "surrogateescape")
 
 
 def run(args: argparse.Namespace) -> int:
     """Load the directory (and log), assess, print, and gate on ``--require``."""
     from vllm_evidence.adapters.startup_log import LogReadFailure, read_startup_log
     from vllm_evidence.assessment import assess
-    from vllm_evidence.errors import InputError
-    from vllm_evidence.readback import load
+    from vllm_evidence.capture.directory import BareBodies, read_capture
+    from vllm_evidence.errors import CaptureIntegrityError, InputError
+    from vllm_evidence.readback import historical_bundle, readback_from_batch
 
     try:
-        readback = load(args.directory)
+        read = read_capture(args.directory, bodies=args.bodies, verify_key=_verify_key(args))
     except InputError as exc:
         return fail(PROG, str(exc))
-    log_path = args.startup_log
-    if log_path is None and (Path(args.directory) / "startup.log").is_file():
-        log_path = str(Path(args.directory) / "startup.log")
+    provenance = read.provenance
+    readback = (
+        historical_bundle(read.capture.bodies, statuses=read.capture.statuses)
+        if isinstance(read.capture, BareBodies)
+        else readback_from_batch(read.capture)
+    )
+    log_path = args.startup_log or provenance.startup_log
     log = None
     if log_path is not None:
-        read = read_startup_log(log_path)
-        if isinstance(read, LogReadFailure):
-            return fail(PROG, read.describe())
-        log = read
+        log_read = read_startup_log(log_path)
+        if isinstance(log_read, LogReadFailure):
+            return fail(PROG, log_read.describe())
+        log = log_read
+        if args.startup_log is None and log.sha256 != provenance.startup_log_sha256:
+            error = CaptureIntegrityError(
+                f"{log_path}: changed while it was read; nothing is derived from it"
+            )
+            return fail(PROG, str(error))
     try:
         assessment = assess(readback, log, launch=args.launch)
     except InputError as exc:
         return fail(PROG, str(exc))
     print_report(assessment, json_out=args.json)
+    note = f"provenance: {provenance.describe()}"
+    if args.json:
+        sys.stderr.write(scrub(note) + "\n")
+    else:
+        sys.stdout.write(scrub(note) + "\n")
     return check_requirements([assessment], args.require)

@@ -7,6 +7,8 @@ import json
 import sys
 from typing import Any
 
+from vllm_evidence._scrub import scrub
+
 __all__ = ["register"]
 
 
@@ -55,10 +57,13 @@ def _run(args: argparse.Namespace) -> int:
     source = sys.stdin.buffer if args.file == "-" else args.file
     log = read_startup_log(source, wrap_width=wrap)
     if isinstance(log, LogReadFailure):
-        sys.stderr.write(f"vllm-evidence log: {log.describe()}\n")
+        sys.stderr.write(f"vllm-evidence log: {scrub(log.describe())}\n")
         return EXIT_USAGE
     if args.json:
-        sys.stdout.write(json.dumps(startup_log_document(log), indent=2) + "\n")
+        sys.stdout.write(scrub(json.dumps(startup_log_document(log), indent=2), form="json"))
+        sys.stdout.write("\n")
     else:
-        sys.stdout.write(render_startup_log(log))
+        # A log's served names and paths are text its writer chose: one line each.
+        text = render_startup_log(log)
+        sys.stdout.write("\n".join(scrub(line) for line in text.split("\n")))
     return EXIT_OK

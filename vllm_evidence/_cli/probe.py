@@ -33,6 +33,7 @@ examples:
   vllm-evidence probe http://127.0.0.1:8000
   vllm-evidence probe http://127.0.0.1:8000 --startup-log vllm.log --require parallel capacity
   VLLM_KEY=... vllm-evidence probe https://gpu-7:8000 --api-key-env VLLM_KEY --save capture/
+  SIGN=... vllm-evidence probe http://a:8000 --save capture/ --sign-key-env SIGN
   vllm-evidence probe http://a:8000 http://b:8000 http://c:8000 --json
   vllm-evidence probe --targets fleet.txt --concurrency 64 --json > fleet.jsonl
 
@@ -89,6 +90,11 @@ def register(subparsers: Any) -> None:
         "--concurrency", type=int, default=8, metavar="N", help="servers probed at once"
     )
     parser.add_argument("--save", metavar="DIR", help="write the capture directory (or dirs)")
+    parser.add_argument(
+        "--sign-key-env",
+        metavar="VAR",
+        help="with --save: sign the manifest with the key in $VAR (HMAC-SHA256)",
+    )
     tls = parser.add_mutually_exclusive_group()
     tls.add_argument("--insecure", action="store_true", help="do not verify TLS certificates")
     tls.add_argument(
@@ -199,10 +205,6 @@ async def _probe_one(url: str, args: argparse.Namespace, key: str | None) -> Cap
     )
 
 
-class _SaveError(Exception):
-    pass
-
-
 class _Fleet:
     """Probe many servers through one client, handling each result as it completes.
 
@@ -211,15 +213,19 @@ class _Fleet:
     order at the end) as soon as its server has been read.
     """
 
-    def __init__(self, urls: list[str], args: argparse.Namespace, key: str | None) -> None:
+    def __init__(
+        self, urls: list[str], args: argparse.Namespace, key: str | None, sign_key: bytes | None
+    ) -> None:
         self.urls = urls
         self.args = args
         self.key = key
+        self.sign_key = sign_key
+        self.folders = _folders([_cleaned_or_raw(url) for url in urls])
+        self.save_failures: list[str] = []
         self.rows: list[tuple[int, list[str]]] = []
         self.refused: set[str] = set()
         self.assessed = 0
         self.unreadable = 0
-        self.save_error: str | None = None
         self._progress: Any = None
         self._task: Any = None
 
@@ -255,6 +261,7 @@ class _Fleet:
         return f"{self.assessed} assessed, {self.unreadable} unreadable{refused}"
 
     async def _one(self, index: int, url: str, client: Any) -> None:
+        from vllm_evidence._scrub import scrub
         from vllm_evidence.capture.http import clean_target, probe
         from vllm_evidence.errors import InputError
 
@@ -262,7 +269,8 @@ class _Fleet:
         try:
             target = clean_target(url)
         except InputError as exc:
-            self._done(index, url, str(exc))
+            # The row's label is what the person typed, less any password in it.
+            self._done(index, scrub(url), str(exc))
             return
         batch = await probe(
             url,
@@ -277,11 +285,10 @@ class _Fleet:
             self._done(index, target, failure)
             return
         if args.save:
-            try:
-                _save(batch, Path(args.save) / _slug(target))
-            except (InputError, OSError) as exc:
-                self.save_error = self._scrub(str(exc))
-                raise _SaveError(self.save_error) from None
+            # A failed save is reported beside the results, never instead of them.
+            failure = _save(batch, Path(args.save) / self.folders[index], args, self.sign_key)
+            if failure is not None:
+                self.save_failures.append(self._scrub(failure))
         from vllm_evidence.assessment import assess
         from vllm_evidence.readback import readback_from_batch
 
@@ -306,32 +313,88 @@ class _Fleet:
             self._progress.update(self._task, advance=1, description=self._description())
 
 
-def _fleet(urls: list[str], args: argparse.Namespace, key: str | None) -> int:
+def _fleet(
+    urls: list[str], args: argparse.Namespace, key: str | None, sign_key: bytes | None
+) -> int:
     import asyncio
 
-    fleet = _Fleet(urls, args, key)
-    try:
-        asyncio.run(fleet.run())
-    except ExceptionGroup:
-        if fleet.save_error is None:
-            raise
-        return fail(PROG, f"--save: {fleet.save_error}")
+    if args.save:
+        try:
+            Path(args.save).mkdir(exist_ok=True)
+        except OSError as exc:
+            return fail(PROG, f"--save {args.save}: {exc.strerror}")
+    fleet = _Fleet(urls, args, key, sign_key)
+    asyncio.run(fleet.run())
     if not args.json:
         print_fleet_table([cells for _, cells in sorted(fleet.rows, key=lambda r: r[0])])
+    for failure in fleet.save_failures:
+        fail(PROG, failure)
+    if fleet.save_failures:
+        return 2
     if args.require and fleet.unreadable:
         sys.stderr.write("vllm-evidence: some servers could not be read\n")
         return 3
     return report_refused(fleet.refused)
 
 
-def _save(batch: CaptureBatch, directory: Path) -> None:
+def _save(
+    batch: CaptureBatch, directory: Path, args: argparse.Namespace, sign_key: bytes | None
+) -> str | None:
+    """Save one capture; the failure as a line, or ``None``.  The capture is kept either
+    way: a failed save is reported beside the report, never instead of it."""
     from vllm_evidence.capture.directory import save
+    from vllm_evidence.errors import InputError
 
-    save(batch, directory)
+    try:
+        save(batch, directory, startup_log=args.startup_log, sign_key=sign_key)
+    except (InputError, OSError) as exc:
+        return f"--save {directory}: {exc}"
+    return None
+
+
+def _sign_key(args: argparse.Namespace) -> bytes | None:
+    from vllm_evidence.errors import InputError
+
+    if args.sign_key_env is None:
+        return None
+    if not args.save:
+        msg = "--sign-key-env signs a saved capture: give --save DIR"
+        raise InputError(msg)
+    value = os.environ.get(args.sign_key_env)
+    if not value:
+        msg = f"--sign-key-env: environment variable {args.sign_key_env} is not set"
+        raise InputError(msg)
+    return value.encode("utf-8", "surrogateescape")
 
 
 def _slug(target: str) -> str:
     return "".join(c if c.isalnum() or c in "-." else "_" for c in target.split("://", 1)[-1])
+
+
+def _cleaned_or_raw(url: str) -> str:
+    """The URL without credentials, for naming its folder (a bad URL is never saved)."""
+    from vllm_evidence.capture.http import clean_target
+    from vllm_evidence.errors import InputError
+
+    try:
+        return clean_target(url)
+    except InputError:
+        return url
+
+
+def _folders(targets: list[str]) -> list[str]:
+    """One distinct folder name per server (``host_8000``, then ``host_8000-2``, …)."""
+    taken: set[str] = set()
+    names = []
+    for target in targets:
+        base = _slug(target) or "server"
+        name, n = base, 1
+        while name in taken:
+            n += 1
+            name = f"{base}-{n}"
+        taken.add(name)
+        names.append(name)
+    return names
 
 
 def run(args: argparse.Namespace) -> int:
@@ -354,10 +417,14 @@ def run(args: argparse.Namespace) -> int:
         return fail(PROG, "the following arguments are required: URL (or --targets FILE)")
     if args.startup_log and len(urls) > 1:
         return fail(PROG, "--startup-log goes with one URL: a log describes one server")
+    from vllm_evidence._scrub import remember
+
     try:
         key = _api_key(args)
+        remember(key)  # nothing printed or saved from here on carries it
+        sign_key = _sign_key(args)
         if len(urls) > 1:
-            return _fleet(urls, args, key)
+            return _fleet(urls, args, key, sign_key)
         log = _read_log(args.startup_log) if args.startup_log else None
         from vllm_evidence.capture.http import clean_target
 
@@ -368,17 +435,16 @@ def run(args: argparse.Namespace) -> int:
     failure = _unreachable(batch)
     if failure is not None:
         return fail(PROG, _scrub(failure, args))
-    if args.save:
-        try:
-            _save(batch, Path(args.save))
-        except (InputError, OSError) as exc:
-            return fail(PROG, f"--save: {_scrub(str(exc), args)}")
+    save_failure = _save(batch, Path(args.save), args, sign_key) if args.save else None
     try:
         assessment = assess(readback_from_batch(batch), log, launch=args.launch)
     except InputError as exc:
         return fail(PROG, str(exc))
     print_report(assessment, json_out=args.json, target=target)
-    return check_requirements([assessment], args.require)
+    status = check_requirements([assessment], args.require)
+    if save_failure is not None:
+        return fail(PROG, _scrub(save_failure, args))  # the report above stands; the save did not
+    return status
 
 
 def _scrub(text: str, args: argparse.Namespace) -> str:

@@ -15,7 +15,7 @@ NAMES: dict[str, str] = {
     "startup-log": "log --json (vllm-evidence.startup-log/1)",
     "laws": "laws --json (vllm-evidence.laws/1)",
     "audit": "audit-upstream --json (vllm-evidence.audit/1)",
-    "capture-manifest": "manifest.json of a saved capture (vllm-evidence/capture-manifest/1)",
+    "capture-manifest": "manifest.json of a saved capture (vllm-evidence/capture-manifest/2)",
 }
 
 

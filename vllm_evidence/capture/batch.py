@@ -17,6 +17,7 @@ from typing import final
 
 import attrs
 
+from vllm_evidence._scrub import scrub
 from vllm_evidence._seal import Reduction, Sealed, brief, minter
 from vllm_evidence.errors import EvidenceMismatchError, InputError
 from vllm_evidence.upstream.routes import Route
@@ -151,11 +152,18 @@ def _new_exchange(
     ended_at: datetime,
     detail: str,
 ) -> Exchange:
-    """Mint an exchange, computing the body digest (package-internal)."""
+    """Mint an exchange, computing the body digest (package-internal).
+
+    Recorded header values and the detail pass through :func:`~vllm_evidence._scrub.scrub`
+    (secrets only): a server's ``Location`` or error text never carries a password, a
+    bearer token or a remembered API key into an exchange, its repr or a saved manifest.
+    """
     if started_at.tzinfo is None or ended_at.tzinfo is None:
         msg = "exchange timestamps must be timezone-aware"
         raise ValueError(msg)
-    kept = tuple((k.lower(), v) for k, v in headers if k.lower() in RECORDED_HEADERS)
+    kept = tuple(
+        (k.lower(), scrub(v, form="secrets")) for k, v in headers if k.lower() in RECORDED_HEADERS
+    )
     return _mint_exchange_fields(
         route=route,
         role=role,
@@ -169,7 +177,7 @@ def _new_exchange(
         ended_monotonic_ns=ended_monotonic_ns,
         started_at=started_at,
         ended_at=ended_at,
-        detail=detail,
+        detail=scrub(detail, form="secrets"),
     )
 
 

@@ -3,7 +3,8 @@
 The HTTP layer here can be asked for a :class:`~vllm_evidence.upstream.routes.Route`
 and nothing else: no free path, no method.  Every request is a GET to
 ``route.target``; redirects are not followed; bodies are streamed and cut off at a
-cap; the API key travels only in the ``Authorization`` header and is kept nowhere.
+cap; the API key travels only in the ``Authorization`` header and is kept nowhere: a
+body, header or error text that reflects it keeps ``***`` in its place.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import weakref
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final, final
 
+from vllm_evidence._scrub import remember, scrub_body
 from vllm_evidence.capture.batch import (
     CaptureBatch,
     Exchange,
@@ -133,8 +135,10 @@ class RouteClient:
         deadline: float,
         headers: dict[str, str] | None = None,
         sent: list[tuple[str, str]] | None = None,
+        secrets: tuple[str, ...] = (),
     ) -> None:
         self._client = client
+        self._secrets = secrets
         self._target = target
         self._max_body_bytes = max_body_bytes
         self._timeout_s = timeout_s
@@ -206,6 +210,10 @@ class RouteClient:
                             detail = f"body larger than {self._max_body_bytes} bytes"
                         else:
                             body = b"".join(chunks)
+                            kept = scrub_body(body, secrets=self._secrets)
+                            if kept != body:
+                                body = kept
+                                detail = "the API key was in the body and is replaced by ***"
                     finally:
                         await response.aclose()
         except (TimeoutError, httpx.TimeoutException) as exc:
@@ -339,6 +347,9 @@ async def probe(
         raise InputError(msg)
     if api_key is not None:
         headers["Authorization"] = f"Bearer {api_key}"
+        # A server may reflect the key anywhere: nothing this process renders or saves
+        # from now on carries it (vllm_evidence._scrub).
+        remember(api_key)
     if client is not None:
         _check_client(client)
     routes = [
@@ -358,6 +369,7 @@ async def probe(
             deadline=end,
             headers=headers,
             sent=wire,
+            secrets=() if api_key is None else (api_key,),
         )
         opening = await layer.get(Route.METRICS, ExchangeRole.BRACKET_OPEN)
         middle = await asyncio.gather(*(layer.get(r) for r in routes))

@@ -77,6 +77,7 @@ class CapacityReason(enum.Enum):
     INSUFFICIENT_AUTHORITY = "insufficient_authority"
     SOURCES_DISAGREE = "sources_disagree"
     ENGINES_MISSING = "engines_missing"
+    FIGURES_CONFLICT = "figures_conflict"
     NOT_GROUP_AWARE = "not_group_aware"
     PER_WORKER_BEFORE_REDUCTION = "per_worker_before_reduction"
 
@@ -238,17 +239,62 @@ def _log_figures(launch: Launch) -> list[EngineCapacity]:
     return out
 
 
+def _resolved_dp(evidence: Evidence, figures: list[EngineCapacity]) -> int | None:
+    """The DP size the figures' own source resolves (the log's, or /server_info's)."""
+    from_log = figures[0].source_kind is CapacitySource.LOG_CAPACITY_LINE
+    if from_log and evidence.launch is not None and evidence.launch.engine_config is not None:
+        return evidence.launch.engine_config.data_parallel_size
+    if not from_log:
+        info = evidence.server_info()
+        return None if info is None else info[0].parallel.data_parallel_size
+    return None
+
+
+def _shown(names: Sequence[str], limit: int = 8) -> str:
+    """``a, b, c`` for the first ``limit`` names, then how many more."""
+    more = f", … ({len(names) - limit} more)" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
+def _figures_conflict(evidence: Evidence, figures: list[EngineCapacity]) -> str | None:
+    """Why one source's figures contradict themselves, or ``None``.
+
+    Two different figures for one engine from the front door (vLLM serves one
+    ``cache_config_info`` series per engine), or a figure for an engine the same source
+    says does not exist: neither the smaller figure nor the extra engine is a capacity.
+    """
+    if figures[0].source_kind is CapacitySource.LABEL_KV_CACHE_SIZE_TOKENS:
+        for engine, group in sorted(_by_engine(figures).items()):
+            distinct = sorted({f.tokens for f in group})
+            if len(distinct) > 1:
+                return (
+                    f"engine {engine} has {len(distinct)} different capacity figures from one "
+                    f"source: {_shown([str(t) for t in distinct])} ({group[0].source})"
+                )
+    size = _resolved_dp(evidence, figures)
+    if size is None:
+        return None
+    extra = sorted(
+        {
+            f.engine
+            for f in figures
+            if not (f.engine.isascii() and f.engine.isdigit() and len(f.engine) < 19)
+            or int(f.engine) >= size
+        }
+    )
+    if not extra:
+        return None
+    return (
+        f"the same source resolves {size} DP engine(s), but has capacity figures for "
+        f"engine(s) {_shown(extra)} past it"
+    )
+
+
 def _missing_engines(
     evidence: Evidence, figures: list[EngineCapacity], engines: tuple[EngineCapacity, ...]
 ) -> list[str]:
     """DP engines the figures' own source resolves but gives no figure for."""
-    from_log = figures[0].source_kind is CapacitySource.LOG_CAPACITY_LINE
-    size: int | None = None
-    if from_log and evidence.launch is not None and evidence.launch.engine_config is not None:
-        size = evidence.launch.engine_config.data_parallel_size
-    elif not from_log:
-        info = evidence.server_info()
-        size = None if info is None else info[0].parallel.data_parallel_size
+    size = _resolved_dp(evidence, figures)
     if size is None:
         return []
     have = {e.engine for e in engines}
@@ -363,6 +409,22 @@ def decide_capacity(evidence: Evidence) -> CapacityDecision:
         for figures, law in ((label, label_law), (log, log_law))
         if law is not None and law.authority is CapacityAuthority.AUTHORITATIVE
     ]
+    for own, own_law in authoritative:
+        contradiction = _figures_conflict(evidence, own)
+        if contradiction is not None:
+            return _mint_refused(
+                reason=CapacityReason.FIGURES_CONFLICT,
+                detail=contradiction,
+                remedy=(
+                    "check the startup log: its capacity lines name engines its own "
+                    "configuration does not have"
+                    if own[0].source_kind is CapacitySource.LOG_CAPACITY_LINE
+                    else "probe again; if it persists, the server's /server_info and /metrics "
+                    "describe different deployments"
+                ),
+                engines=(),
+                laws=(own_law,),
+            )
     if authoritative:
         primary, primary_law = authoritative[0]
         engines = _min_per_engine(primary)

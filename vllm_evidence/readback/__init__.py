@@ -38,15 +38,20 @@ __all__ = [
 ]
 
 
-def load(directory: str | Path) -> CapturedReadback | HistoricalBundle:
+def load(
+    directory: str | Path, *, bodies: bool = False, verify_key: bytes | None = None
+) -> CapturedReadback | HistoricalBundle:
     """Read a capture directory back, re-deriving every observation from its bytes.
 
-    With ``manifest.json``: every body's SHA-256 is checked first (a mismatch raises
+    With ``manifest.json``: its seal, the signature (under ``verify_key``, when given),
+    the file set and every file's digest are checked first (a mismatch raises
     :class:`~vllm_evidence.errors.CaptureIntegrityError` and nothing is derived), then
-    the batch is rebuilt and its adapters re-run.  Without: the bare bodies load as a
-    historical bundle.
+    the batch is rebuilt and its adapters re-run.  Without: an
+    :class:`~vllm_evidence.errors.InputError`, unless ``bodies=True`` asks for the bare
+    bodies as a historical bundle.  :func:`vllm_evidence.capture.directory.read_capture`
+    also says what vouches for the bytes.
     """
-    bytes_read = read(directory)
+    bytes_read = read(directory, bodies=bodies, verify_key=verify_key)
     if isinstance(bytes_read, BareBodies):
         return historical_bundle(bytes_read.bodies, statuses=bytes_read.statuses)
     return readback_from_batch(bytes_read)

@@ -1,0 +1,67 @@
+"""``_scrub.scrub``: the one function every rendered and saved string passes through."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from vllm_evidence._scrub import REDACTED, remember, scrub, scrub_body
+
+
+@pytest.mark.parametrize(
+    ("text", "gone"),
+    [
+        ("http://alice:S3cretPW@h:1/?x=1 must not carry a query", "S3cretPW"),
+        ("https://u:p%40ss@h/x", "p%40ss"),
+        ("see http://tok@h", "tok@"),
+        ("Authorization: Bearer abc.def", "abc.def"),
+        ('{"authorization": "Basic dXNlcjpwdw=="}', "dXNlcjpwdw=="),
+        ("illegal header line: bytearray(b'X-Echo Bearer zz9')", "zz9"),
+        ("http://h/login?token=T0K3N&auth=Bearer%20Q", "T0K3N"),
+        ("http://h/login?api_key=K&x=1", "api_key=K"),
+    ],
+)
+def test_credentials_in_text_are_removed(text: str, gone: str) -> None:
+    out = scrub(text)
+    assert gone not in out
+    assert REDACTED in out
+
+
+def test_a_remembered_secret_is_removed_as_given_and_percent_encoded() -> None:
+    remember("K+y/1=")
+    assert scrub("a K+y/1= b K%2By%2F1%3D c") == f"a {REDACTED} b {REDACTED} c"
+    assert scrub_body(b"x K+y/1= y") == b"x *** y"
+
+
+def test_a_secret_passed_in_is_removed_without_being_remembered() -> None:
+    assert scrub("one XYZ", secrets=["XYZ"]) == f"one {REDACTED}"
+    assert scrub("one XYZ") == "one XYZ"
+
+
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ("a\x1b[31mb", "a\\x1b[31mb"),
+        ("nul\x00", "nul\\x00"),
+        ("two\nlines\r", "two\\x0alines\\x0d"),
+        ("c1\x9b", "c1\\x9b"),
+        ("bidi\u202egpj.exe", "bidi\\u202egpj.exe"),
+        ("zw\u200bj", "zw\\u200bj"),
+        ("lone\ud800", "lone\\ud800"),
+    ],
+)
+def test_text_has_every_control_character_escaped(raw: str, shown: str) -> None:
+    assert scrub(raw) == shown
+
+
+def test_json_text_keeps_its_meaning_and_loses_raw_controls() -> None:
+    document = {"id": "m\x1b\x9b\u202e\x7f", "url": "http://a:pw@h"}
+    text = scrub(json.dumps(document, ensure_ascii=False), form="json")
+    assert not any(ch in text for ch in "\x1b\x9b\u202e\x7f")
+    assert json.loads(text) == {"id": "m\x1b\x9b\u202e\x7f", "url": "http://***@h"}
+
+
+def test_ordinary_report_text_is_unchanged() -> None:
+    text = "capacity ESTABLISHED 2 engines × 41,216 tokens → basic health: token budget"
+    assert scrub(text) == text

@@ -1,0 +1,125 @@
+"""The one scrubber every string this package renders or saves goes through.
+
+A server is not trusted: it can reflect the API key into a header, a redirect target or
+an error body, put a password in a ``Location``, and put ESC, NUL or newlines in a
+served model id.  A person can type ``http://alice:pw@host`` on the command line.  So
+every string that leaves the package — an error line, a report line, a table cell, a
+JSON document, a recorded header or transport detail saved in ``manifest.json`` — is
+passed through :func:`scrub`, which
+
+* replaces every secret this process was given (:func:`remember`: the API key of a
+  probe) and its percent-encoded form with ``***``;
+* replaces URL userinfo (``scheme://user:password@``) with ``***@``, the credential of an
+  ``Authorization``/``Proxy-Authorization`` header or a ``Bearer``/``Basic`` token with
+  ``***``, and the value of a ``token=``/``api_key=``/``password=``-style parameter with
+  ``***``;
+* for text (``form="line"``) escapes every control and invisible format character
+  (C0, DEL, C1, bidirectional overrides, zero-width characters, line and paragraph
+  separators, lone surrogates) as ``\\xNN``/``\\uNNNN``, so one field is one line and a
+  terminal interprets nothing; for a JSON text (``form="json"``) escapes those JSON
+  leaves raw as ``\\uNNNN`` (the same string to a JSON reader).
+
+:func:`scrub_body` removes the known secrets from a raw body (bytes), the only edit the
+probe makes to what a server sent.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import urllib.parse
+from collections.abc import Iterable
+from typing import Final, Literal
+
+__all__ = ["REDACTED", "forget_all", "remember", "scrub", "scrub_body"]
+
+REDACTED: Final = "***"
+
+_lock = threading.Lock()
+_known: frozenset[str] = frozenset()
+
+
+def remember(secret: str | None) -> None:
+    """Scrub ``secret`` from everything this process renders or saves from now on."""
+    global _known  # noqa: PLW0603  # one process-wide set, swapped whole under the lock
+    if not secret:
+        return
+    with _lock:
+        _known = _known | {secret}
+
+
+def forget_all() -> None:
+    """Forget every remembered secret (tests only)."""
+    global _known  # noqa: PLW0603
+    with _lock:
+        _known = frozenset()
+
+
+def _forms(secrets: Iterable[str]) -> list[str]:
+    """Each secret as given and percent-encoded, longest first (a key inside a key)."""
+    found = {s for s in (*_known, *secrets) if s}
+    found |= {urllib.parse.quote(s, safe="") for s in found}
+    found |= {urllib.parse.quote_plus(s, safe="") for s in found}
+    return sorted(found, key=len, reverse=True)
+
+
+_USERINFO_RE: Final = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/?#\s@]*(?:@[^/?#\s@]*)*@")
+_AUTH_HEADER_RE: Final = re.compile(
+    r"(?i)\b((?:proxy-)?authorization[\"']?\s*[:=]\s*[\"']?)"
+    r"(?:(bearer|basic|digest|token)(?:\s+|%20|\+))?[^\s\"',;&]+"
+)
+_SCHEME_TOKEN_RE: Final = re.compile(
+    r"\b([Bb]earer|BEARER|Basic|BASIC)(?:\s+|%20|\+)[^\s\"',;&)\]}]+"
+)
+_PARAM_RE: Final = re.compile(
+    r"(?i)\b((?:api[_-]?key|access[_-]?token|refresh[_-]?token|token|password|passwd|pwd|"
+    r"secret|auth)=)[^&\s#\"',;]+"
+)
+#: What json.dumps leaves raw that a terminal may act on: DEL, C1, the soft hyphen, the
+#: Arabic letter mark, the Mongolian vowel separator, zero-width and bidirectional
+#: characters, line and paragraph separators, word joiners and invisible operators, the
+#: BOM, interlinear annotation marks, and lone surrogates.  Text escapes these and C0.
+_JSON_RAW: Final = (
+    "\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u206f"
+    "\ufeff\ufff9-\ufffb\ud800-\udfff"
+)
+_CONTROL_RE: Final = re.compile(f"[\x00-\x1f{_JSON_RAW}]")
+_JSON_RAW_RE: Final = re.compile(f"[{_JSON_RAW}]")  # json.dumps escapes C0 itself
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group(0))
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def _json_escape(match: re.Match[str]) -> str:
+    return f"\\u{ord(match.group(0)):04x}"
+
+
+def scrub(
+    text: str, *, secrets: Iterable[str] = (), form: Literal["line", "json", "secrets"] = "line"
+) -> str:
+    """``text`` with every secret removed and (by ``form``) its control characters escaped.
+
+    ``"line"``: one field or one line of text, every control character escaped.
+    ``"json"``: a JSON text from :func:`json.dumps`, the controls JSON leaves raw escaped.
+    ``"secrets"``: secrets removed only (a value kept as data, such as a recorded header).
+    """
+    for secret in _forms(secrets):
+        text = text.replace(secret, REDACTED)
+    text = _USERINFO_RE.sub(rf"\1{REDACTED}@", text)
+    text = _AUTH_HEADER_RE.sub(rf"\1{REDACTED}", text)
+    text = _SCHEME_TOKEN_RE.sub(rf"\1 {REDACTED}", text)
+    text = _PARAM_RE.sub(rf"\1{REDACTED}", text)
+    if form == "line":
+        return _CONTROL_RE.sub(_escape, text)
+    if form == "json":
+        return _JSON_RAW_RE.sub(_json_escape, text)
+    return text
+
+
+def scrub_body(body: bytes, *, secrets: Iterable[str] = ()) -> bytes:
+    """``body`` with every known secret (as given and percent-encoded) replaced by ``***``."""
+    for secret in _forms(secrets):
+        body = body.replace(secret.encode("utf-8", "surrogateescape"), REDACTED.encode())
+    return body
