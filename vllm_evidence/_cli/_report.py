@@ -39,19 +39,22 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def check_requirements(assessments: Sequence[Assessment], required: Sequence[Claim]) -> int:
-    """0 when every required claim is established for every server, else 3."""
+    """0 when every required claim is established about the serving process of every
+    server, else 3 (a claim established only for a log's launch does not count)."""
     from vllm_evidence.assessment import claim_established
 
     refused = [claim for a in assessments for claim in required if not claim_established(a, claim)]
     if refused:
         names = ", ".join(sorted(set(refused)))
-        sys.stderr.write(f"vllm-evidence: required claim(s) not established: {names}\n")
+        sys.stderr.write(
+            f"vllm-evidence: required claim(s) not established for the serving process: {names}\n"
+        )
         return 3
     return 0
 
 
 def print_report(assessment: Assessment, *, json_out: bool, target: str | None = None) -> None:
-    """One server: the five decisions, why, what would move them, the laws, provenance."""
+    """One server: every decision, why, what would move them, the laws, provenance."""
     if json_out:
         from vllm_evidence.output.assessment import assessment_document, server_document
 
@@ -61,7 +64,13 @@ def print_report(assessment: Assessment, *, json_out: bool, target: str | None =
             else server_document(target, assessment)
         )
         return
-    from vllm_evidence.output.report import observation_lines, render_report, report_rows, title
+    from vllm_evidence.output.report import (
+        observation_lines,
+        render_report,
+        report_rows,
+        subject_line,
+        title,
+    )
 
     if not styled():
         sys.stdout.write(render_report(assessment, target=target))
@@ -71,6 +80,7 @@ def print_report(assessment: Assessment, *, json_out: bool, target: str | None =
 
     console = Console(highlight=False)
     console.print(f"[bold]{escape(title(assessment, target))}[/bold]")
+    console.print(f"  [dim]{escape(subject_line(assessment))}[/dim]")
     for row in report_rows(assessment):
         colour = _COLOURS.get(row.verdict, "white")
         console.print(

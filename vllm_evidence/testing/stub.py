@@ -181,6 +181,7 @@ class StubFrontDoor:
         api_key: str | None,
         restart_after_metrics_reads: int | None,
         metrics_sequence: Sequence[bytes] = (),
+        port: int = 0,
     ) -> None:
         self._served = {r: _read_served(directory, r) for r in Route}
         self._sequence = tuple(metrics_sequence)
@@ -192,7 +193,7 @@ class StubFrontDoor:
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self.requests: list[StubRequest] = []
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True
@@ -364,8 +365,10 @@ def serve_capture(
     api_key: str | None = None,
     restart_after_metrics_reads: int | None = None,
     metrics_sequence: Sequence[bytes] = (),
+    port: int = 0,
 ) -> Iterator[StubFrontDoor]:
-    """Serve ``directory`` on a free port of 127.0.0.1 until the context closes.
+    """Serve ``directory`` on a free port of 127.0.0.1 (or on ``port``: e.g. the port
+    a real capture's log names, so that its log can be joined) until the context closes.
 
     ``faults`` maps a route to the :class:`Fault` it answers with.  ``api_key`` makes
     ``/v1/models`` answer 401 without ``Authorization: Bearer <key>`` (as vLLM does).
@@ -376,7 +379,12 @@ def serve_capture(
     two reads of a real server restarted between them.
     """
     door = StubFrontDoor(
-        Path(directory), faults or {}, api_key, restart_after_metrics_reads, metrics_sequence
+        Path(directory),
+        faults or {},
+        api_key,
+        restart_after_metrics_reads,
+        metrics_sequence,
+        port=port,
     )
     door._start()
     try:
