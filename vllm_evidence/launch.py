@@ -109,6 +109,21 @@ def launch(
             log_sha256=progress.sha256,
         )
 
+    failed: list[str] = []
+
+    def write(progress: LogProgress) -> None:
+        # The child keeps serving whatever happens to the receipt: say so, once.
+        try:
+            _write_atomically(receipt_path, record(progress))
+        except OSError as exc:
+            if not failed:
+                failed.append(str(exc))
+                say.write(
+                    f"vllm-evidence launch: cannot write the receipt {receipt_path} "
+                    f"({exc.strerror or type(exc).__name__}); the child keeps running\n"
+                )
+                say.flush()
+
     def on_start(child: ChildStarted, progress: LogProgress) -> None:
         started.append(child)
         if child.start_time is None:
@@ -117,14 +132,20 @@ def launch(
                 "no start time, so no log can be joined to this server\n"
             )
             say.flush()
-        _write_atomically(receipt_path, record(progress))
+        write(progress)
 
     def on_progress(progress: LogProgress) -> None:
-        _write_atomically(receipt_path, record(progress))
+        write(progress)
 
-    try:
-        with contextlib.ExitStack() as stack:
-            handle = None if log_path is None else stack.enter_context(log_path.open("wb"))
+    with contextlib.ExitStack() as stack:
+        handle = None
+        if log_path is not None:
+            try:
+                handle = stack.enter_context(log_path.open("wb"))
+            except OSError as exc:
+                msg = f"--log: cannot write {log_path} ({exc.strerror or type(exc).__name__})"
+                raise InputError(msg) from None
+        try:
             return run_child(
                 command,
                 log=handle,
@@ -134,8 +155,8 @@ def launch(
                 stderr=stderr,
                 proc=proc,
             )
-    except OSError as exc:
-        if started:
-            raise
-        msg = f"cannot start {command[0]!r}: {exc.strerror or type(exc).__name__}"
-        raise InputError(msg) from None
+        except OSError as exc:
+            if started:
+                raise
+            msg = f"cannot start {command[0]!r}: {exc.strerror or type(exc).__name__}"
+            raise InputError(msg) from None
