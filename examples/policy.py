@@ -1,7 +1,10 @@
 """A typed admission policy over one server's assessment.
 
 Route traffic to a server only when its parallel layout is established as realized
-and its KV-cache capacity is established at or above a floor.  Every decision class
+and its KV-cache capacity is established at or above a floor — both about the
+*serving process* behind the probed front door.  A claim established for a log's
+launch only (a log alone, or a log not joined to the front door by a launch receipt)
+never admits: a log speaks for its launch, not for a server.  Every decision class
 and every ``reason`` is matched, ending in ``assert_never``: when the library adds a
 refusal arm or reason, ``mypy --strict`` names this policy until it decides what the
 new arm means for admission.
@@ -23,6 +26,7 @@ from vllm_evidence.decisions import (
     ParallelEstablished,
     ParallelReason,
     ParallelRefused,
+    Subject,
 )
 
 __all__ = ["Admission", "Admit", "Hold", "admit"]
@@ -50,6 +54,9 @@ def _parallel_evidence_helps(reason: ParallelReason) -> bool:
     match reason:
         case (
             ParallelReason.CONFIGURATION_UNOBSERVED
+            | ParallelReason.FRONT_DOOR_UNREACHABLE
+            | ParallelReason.FRONT_DOOR_NOT_ANSWERING
+            | ParallelReason.LOG_NOT_JOINED
             | ParallelReason.FRONT_DOOR_RESTARTED
             | ParallelReason.VERSION_UNOBSERVED
             | ParallelReason.POPULATION_UNOBSERVED
@@ -86,6 +93,9 @@ def _capacity_evidence_helps(reason: CapacityReason) -> bool:
     match reason:
         case (
             CapacityReason.CAPACITY_UNOBSERVED
+            | CapacityReason.FRONT_DOOR_UNREACHABLE
+            | CapacityReason.FRONT_DOOR_NOT_ANSWERING
+            | CapacityReason.LOG_NOT_JOINED
             | CapacityReason.METRICS_UNPARSED
             | CapacityReason.FRONT_DOOR_RESTARTED
             | CapacityReason.SOURCES_CONFLICT
@@ -129,6 +139,17 @@ def _capacity(decision: CapacityDecision, floor_tokens: int) -> Admit | Hold:
 
 def admit(assessment: Assessment, *, floor_tokens: int) -> Admission:
     """Whether a router may send traffic to the assessed server."""
+    match assessment.subject:
+        case Subject.SERVING:
+            pass
+        case Subject.LAUNCH:
+            return Hold(
+                "the evidence is a startup log alone: it speaks for its launch, not for a "
+                "serving process; probe the server (with the log and its launch receipt)",
+                more_evidence_helps=True,
+            )
+        case _:
+            assert_never(assessment.subject)
     held = _parallel(assessment.parallel)
     if held is not None:
         return held

@@ -268,6 +268,9 @@ class Scenario:
     served_model_name: str | None = None
     api_key: bool = False
     restart: bool = False
+    launched: bool = False
+    """Started through ``vllm-evidence launch`` (the launch witness), then probed with
+    its log and receipt, and with another scenario's log."""
 
 
 SCENARIOS: tuple[Scenario, ...] = (
@@ -294,9 +297,18 @@ SCENARIOS: tuple[Scenario, ...] = (
     ),
     Scenario(
         name="tp2-devmode",
-        summary="TP=2 (two CPU worker processes, `mp` executor), development mode on.",
+        summary=(
+            "TP=2 (two CPU worker processes, `mp` executor), development mode on. Started "
+            "through `vllm-evidence launch --receipt … --log …` (the launch witness); while "
+            "it served, `vllm-evidence probe --startup-log … --receipt …` was run with its own "
+            "log (`witnessed-probe.json`) and with the `tp2-apikey` log "
+            "(`witnessed-probe-other-log.json`, same receipt; "
+            "`witnessed-probe-other-log-no-receipt.json`, none). `launch-receipt.json` is the "
+            "receipt (neutralised: its digest is of the log as written, before neutralising)."
+        ),
         tensor_parallel_size=2,
         dev_mode=True,
+        launched=True,
     ),
     Scenario(
         name="restart-mid-batch",
@@ -470,13 +482,40 @@ class Server:
         self.shm_before: set[str] = set()
         self.started_at = 0.0
 
+    @property
+    def receipt_path(self) -> Path:
+        return self.log_path.with_name("launch-receipt.json")
+
+    @property
+    def terminal_path(self) -> Path:
+        """What the launcher copied to its terminal (launched scenarios)."""
+        return self.log_path.with_name("terminal.log")
+
     def start(self) -> None:
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.shm_before = _shm_names()
         self.started_at = time.time()
-        with self.log_path.open("wb") as logf:
+        argv = self.run.argv(self.scenario)
+        sink = self.log_path
+        if self.scenario.launched:
+            # The launch witness: the launcher tees vLLM's output to the log and to its own
+            # stdout/stderr (here terminal.log), and writes the receipt.
+            argv = [
+                sys.executable,
+                "-m",
+                "vllm_evidence",
+                "launch",
+                "--receipt",
+                str(self.receipt_path),
+                "--log",
+                str(self.log_path),
+                "--",
+                *argv,
+            ]
+            sink = self.terminal_path
+        with sink.open("wb") as logf:
             self.proc = subprocess.Popen(  # noqa: S603 - our own fixed argv
-                self.run.argv(self.scenario),
+                argv,
                 stdin=subprocess.DEVNULL,
                 stdout=logf,
                 stderr=subprocess.STDOUT,
@@ -486,6 +525,15 @@ class Server:
             )
         Server._live.add(self)
         log(f"  launched pid {self.proc.pid} on {HOST}:{self.run.port}")
+
+    def child_pgid(self) -> int | None:
+        """The launched vLLM's own process group (the launcher puts it in a new one)."""
+        if not self.scenario.launched or not self.receipt_path.exists():
+            return None
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            pid = json.loads(self.receipt_path.read_text(encoding="utf-8"))["pid"]
+            return pid if isinstance(pid, int) and pid > 0 else None
+        return None
 
     def wait_ready(self, timeout: float = READY_TIMEOUT_S) -> float:
         """Poll ``/health`` until 200; return seconds waited. Fail with the log tail."""
@@ -518,8 +566,9 @@ class Server:
         if proc is None:
             return
         pgid = proc.pid
+        child = self.child_pgid()
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(pgid, signal.SIGTERM)
+            os.killpg(pgid, signal.SIGTERM)  # a launcher forwards it to its child
         timeout = STOP_TIMEOUT_S if self.ready else STOP_TIMEOUT_STARTING_S
         forced = False
         try:
@@ -530,10 +579,12 @@ class Server:
         else:
             # Workers share the group; give them a moment to follow the leader out.
             deadline = time.monotonic() + 10.0
-            while _group_alive(pgid) and time.monotonic() < deadline:
+            groups = [pgid] if child is None else [pgid, child]
+            while any(_group_alive(g) for g in groups) and time.monotonic() < deadline:
                 time.sleep(0.2)
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(pgid, signal.SIGKILL)
+        for group in [pgid] if child is None else [pgid, child]:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(group, signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             proc.wait(timeout=10.0)
         _remove_shared_memory(self.log_path)
@@ -676,9 +727,15 @@ def run_scenario(run: Run, scenario: Scenario, out_root: Path) -> float:
             if scenario.api_key:
                 for stem, path in ROUTES:
                     record_route(run, out / "with-key", stem, path, token=run.api_key)
+            if scenario.launched:
+                _probe_witnessed(run, server, out)
         finally:
             server.stop()
         _save_log(run, server.log_path, out / "startup.log", scenario)
+        if scenario.launched:
+            _check_tee(server)
+            receipt = server.receipt_path.read_bytes()
+            (out / "launch-receipt.json").write_bytes(run.neutralise(receipt))
     _write_scenario_json(run, scenario, out)
     verify_clean(run, out)
     dest = out_root / scenario.name
@@ -687,6 +744,62 @@ def run_scenario(run: Run, scenario: Scenario, out_root: Path) -> float:
     elapsed = time.monotonic() - t0
     log(f"  {scenario.name}: {elapsed:.1f} s")
     return elapsed
+
+
+#: The scenario whose log is handed to the launched scenario's probe as another launch's.
+OTHER_LOG_SCENARIO = "tp2-apikey"
+
+
+def _product_probe(run: Run, out: Path, name: str, log_path: Path, receipt: Path | None) -> None:
+    """Run the product's own ``vllm-evidence probe --json`` on the live server; keep its
+    document (neutralised) as ``out/<name>.json``."""
+    argv = [
+        sys.executable,
+        "-m",
+        "vllm_evidence",
+        "probe",
+        f"http://{HOST}:{run.port}",
+        "--startup-log",
+        str(log_path),
+        "--json",
+    ]
+    if receipt is not None:
+        argv += ["--receipt", str(receipt)]
+    proc = subprocess.run(  # noqa: S603 - our own fixed argv
+        argv, capture_output=True, timeout=REQUEST_TIMEOUT_S * 4, check=False, cwd=REPO
+    )
+    if proc.returncode != 0:
+        msg = f"probe for {name} exited {proc.returncode}: {proc.stderr.decode()[-400:]}"
+        raise LiveTierError(msg)
+    (out / f"{name}.json").write_bytes(run.neutralise(proc.stdout))
+    log(f"    vllm-evidence probe ({name}) -> exit 0")
+
+
+def _probe_witnessed(run: Run, server: Server, out: Path) -> None:
+    """The launch witness, live: the probe with the scenario's own log and receipt, then
+    with another scenario's log (with and without the receipt)."""
+    if not server.receipt_path.exists():
+        msg = "the launcher wrote no receipt"
+        raise LiveTierError(msg)
+    _product_probe(run, out, "witnessed-probe", server.log_path, server.receipt_path)
+    other = run.root / "logs" / OTHER_LOG_SCENARIO / "startup.log"
+    if other.exists():
+        _product_probe(run, out, "witnessed-probe-other-log", other, server.receipt_path)
+        _product_probe(run, out, "witnessed-probe-other-log-no-receipt", other, None)
+
+
+def _check_tee(server: Server) -> None:
+    """The launcher copied to its terminal exactly the bytes it wrote to the log."""
+    teed = server.terminal_path.read_bytes()
+    written = server.log_path.read_bytes()
+    # stdout and stderr reach the terminal through two streams: the bytes are the same,
+    # their interleaving may differ.
+    if len(teed) != len(written) or sorted(teed) != sorted(written):
+        msg = (
+            f"the launcher's terminal copy ({len(teed)} bytes) is not the log it wrote "
+            f"({len(written)} bytes)"
+        )
+        raise LiveTierError(msg)
 
 
 def _run_restart(run: Run, scenario: Scenario, out: Path, logs: Path) -> None:

@@ -7,16 +7,21 @@ Nothing here computes an expected value: the tests write those by hand.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
+import re
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 
 from packaging.version import Version
 
 from tests._paths import REAL
+from vllm_evidence.adapters.outcome import Parsed
+from vllm_evidence.adapters.receipt import LaunchReceipt, parse_launch_receipt
 from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
-from vllm_evidence.assessment import assess
+from vllm_evidence.assessment import Assessment, assess
 from vllm_evidence.capture.http import probe_sync
 from vllm_evidence.decisions import FrontDoorJoinDecision
 from vllm_evidence.readback import (
@@ -130,8 +135,9 @@ HEALTHY = {Route.HEALTH: b""}
 
 
 def backend_bundle(version: str, backend: str) -> HistoricalBundle:
-    """``/version`` and a JSON ``/server_info`` naming ``backend`` as the executor."""
-    return bundle(version_body(version), server_info_json(backend=backend))
+    """``/version``, a JSON ``/server_info`` naming ``backend`` as the executor, and
+    ``/health`` answering 200 (what a serving claim about coverage needs)."""
+    return bundle(version_body(version), server_info_json(backend=backend), HEALTHY)
 
 
 def cache_config_metrics(*series: str) -> dict[Route, bytes]:
@@ -191,3 +197,124 @@ def release_laws(version: str) -> ReleaseLaws:
     laws = laws_for(Version(version))
     assert isinstance(laws, ReleaseLaws), version
     return laws
+
+
+#: The start time :func:`witnessed` serves and writes in the receipt.
+WITNESSED_START = "1.7e+09"
+_MARKER = re.compile(rb"^process_start_time_seconds[ \t]", re.MULTILINE)
+
+
+def receipt_for(
+    startup_log: StartupLog,
+    *,
+    start: str | None = WITNESSED_START,
+    pid: int | None = None,
+    log_bytes: int | None = None,
+    log_sha256: str | None = None,
+) -> LaunchReceipt:
+    """A hand-written launch receipt for ``startup_log``: by default its own digest, the
+    pid of its first launch's APIServer tags (else 1) and :data:`WITNESSED_START`."""
+    if pid is None:
+        pids = [p for launch in startup_log.launches for p in launch.api_server_pids]
+        pid = pids[0] if pids else 1
+    document = {
+        "schema": "vllm-evidence.launch-receipt/1",
+        "pid": pid,
+        "process_start_time_seconds": start,
+        "start_time_unavailable": None if start is not None else "no /proc here",
+        "argv": ["vllm", "serve", "/models/m"],
+        "host": "test-host",
+        "log_path": startup_log.source,
+        "log_bytes": startup_log.size_bytes if log_bytes is None else log_bytes,
+        "log_sha256": startup_log.sha256 if log_sha256 is None else log_sha256,
+    }
+    return parse_launch_receipt(json.dumps(document).encode())
+
+
+def receipt_file(path: Path, receipt: LaunchReceipt) -> Path:
+    """Write ``receipt`` (its bytes) to ``path``."""
+    path.write_bytes(receipt.raw)
+    return path
+
+
+def witnessed_door(
+    front: HistoricalBundle,
+    *,
+    start: str = WITNESSED_START,
+    faults: Mapping[Route, Fault] | None = None,
+    port: int = 0,
+) -> CapturedReadback:
+    """The bodies (and statuses) of ``front`` served by the stub (on ``port``),
+    ``/metrics`` carrying ``process_start_time_seconds`` ``start``, and probed: a live
+    front door whose marker a receipt can be compared with."""
+    bodies = dict(front.bodies)
+    metrics = bodies.get(Route.METRICS, b"")
+    if not _MARKER.search(metrics):
+        metrics = metrics + f"process_start_time_seconds {start}\n".encode()
+    bodies[Route.METRICS] = metrics
+    served = dict(faults or {})
+    for route, status in front.statuses:
+        if route not in served:
+            served[route] = Fault(status=status, body=bodies.get(route, b""))
+    with tempfile.TemporaryDirectory(prefix="witnessed-") as tmp:
+        for route, body in bodies.items():
+            (Path(tmp) / f"{route.stem}.body").write_bytes(body)
+        development = any(route in bodies for route in DEV_ROUTES)
+        with serve_capture(tmp, faults=served, port=port) as door:
+            return readback_from_batch(probe_sync(door.url, development_routes=development))
+
+
+def log_port(startup_log: StartupLog) -> int:
+    """The port the log's last launch gave its API server (``0``: none printed)."""
+    launch = startup_log.launches[-1] if startup_log.launches else None
+    for args in () if launch is None else launch.non_default_args:
+        printed = args.get("port")
+        if printed is not None and printed.isdigit():
+            return int(printed)
+    return 0
+
+
+def witnessed(
+    front: HistoricalBundle,
+    startup_log: StartupLog,
+    *,
+    launch: int | None = None,
+    faults: Mapping[Route, Fault] | None = None,
+) -> Assessment:
+    """``front``'s bodies served live (:func:`witnessed_door`) with ``startup_log`` and a
+    receipt whose start time that front door carries: the log joined, when nothing
+    contradicts it."""
+    door = witnessed_door(front, faults=faults, port=log_port(startup_log))
+    metrics = door.metrics.observation if isinstance(door.metrics, Parsed) else None
+    marker = None if metrics is None else metrics.process_start_time
+    start = WITNESSED_START if marker is None else str(marker.seconds)
+    receipt = receipt_for(startup_log, start=start)
+    return assess(door, startup_log, launch=launch, receipt=receipt)
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def assess_joined(
+    front: CapturedReadback | HistoricalBundle | None, startup_log: StartupLog | None = None
+) -> Assessment:
+    """Bodies with a log: served live and joined by a receipt (:func:`witnessed`), so a
+    rule that reads both sources is exercised as it is for a witnessed launch; anything
+    else is assessed as given."""
+    if isinstance(front, HistoricalBundle) and startup_log is not None:
+        return witnessed(front, startup_log)
+    return assess(front, startup_log)
+
+
+def assess_witnessed(directory: Path, startup_log: StartupLog, **receipt: object) -> Assessment:
+    """A capture directory served live on the port its log names, probed, and assessed
+    with its log and a receipt whose start time is the one the front door serves (any
+    field of the receipt may be overridden: ``pid=…``, ``start=…``, ``log_sha256=…``)."""
+    with serve_capture(directory, port=log_port(startup_log)) as door:
+        readback = readback_from_batch(probe_sync(door.url))
+    metrics = readback.metrics.observation if isinstance(readback.metrics, Parsed) else None
+    marker = None if metrics is None else metrics.process_start_time
+    fields: dict[str, object] = {"start": None if marker is None else str(marker.seconds)}
+    fields.update(receipt)
+    return assess(readback, startup_log, receipt=receipt_for(startup_log, **fields))  # type: ignore[arg-type]  # overrides of receipt_for's keywords

@@ -13,6 +13,7 @@ Claim: TypeAlias = Literal[
     "served_identity",
     "health_coverage",
     "front_door_join",
+    "log_join",
 ]
 
 #: The claims ``--require`` can name, in report order (the members of :data:`Claim`).

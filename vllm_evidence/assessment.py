@@ -3,12 +3,18 @@
 :func:`assess` runs every decision over one server's evidence — a front-door readback
 and/or one launch of its startup log — and returns a sealed :class:`Assessment`.
 Its JSON document is :func:`vllm_evidence.output.assessment.assessment_document`
-(schema ``vllm-evidence.assessment/1``).  Its text report, :func:`render_report`, is
+(schema ``vllm-evidence.assessment/2``).  Its text report, :func:`render_report`, is
 ``str(assessment)`` and what the CLI prints without a terminal; it lives here rather
 than in :mod:`vllm_evidence.output` so that ``Assessment.__str__`` can use it without
 importing upward (:mod:`vllm_evidence.output.report` re-exports it).
 
-The report says, for each decision, its verdict and reason, why (the decision's
+Every decision carries its subject: with a front door, the serving process behind it
+(log evidence reaches such a claim only through the log-join decision, i.e. a launch
+receipt whose start time the front door is observed to carry); with a log alone, the
+launch that log records.  :func:`claim_established` answers for the serving process
+unless asked about the launch.
+
+The report says, for each decision, its subject, its verdict and reason, why (the decision's
 ``detail``), what would move it (``remedy``), and the first law it used with the
 releases that law was read for; then where the evidence came from.  The JSON document
 and this report read the same typed decisions; neither is derived from the other.
@@ -26,6 +32,7 @@ from vllm_evidence._claims import CLAIMS, Claim
 from vllm_evidence._scrub import scrub
 from vllm_evidence._seal import Reduction, Sealed, minter
 from vllm_evidence.adapters import outcome as arms
+from vllm_evidence.adapters.receipt import LaunchReceipt
 from vllm_evidence.adapters.startup_log import Launch, StartupLog
 from vllm_evidence.decisions import (
     CapacityDecision,
@@ -35,6 +42,8 @@ from vllm_evidence.decisions import (
     HealthCoverageDecision,
     HealthCoverageEstablished,
     JoinedIncarnation,
+    LogJoinDecision,
+    LogJoined,
     ParallelDecision,
     ParallelEstablished,
     ServedIdentityDecision,
@@ -42,11 +51,12 @@ from vllm_evidence.decisions import (
     decide_capacity,
     decide_front_door_join,
     decide_health_coverage,
+    decide_log_join,
     decide_parallel,
     decide_served_identity,
 )
 from vllm_evidence.errors import EvidenceMismatchError, InputError
-from vllm_evidence.readback.evidence import Evidence, FrontDoor, gather
+from vllm_evidence.readback.evidence import Evidence, FrontDoor, Subject, gather
 from vllm_evidence.readback.front_door import CapturedReadback, HistoricalBundle
 from vllm_evidence.upstream.laws import Law, LawNotEstablished
 
@@ -56,11 +66,13 @@ __all__ = [
     "Assessment",
     "Claim",
     "ReportRow",
+    "Subject",
     "assess",
     "claim_established",
     "observation_lines",
     "render_report",
     "report_rows",
+    "subject_line",
     "title",
     "verdict",
 ]
@@ -80,6 +92,13 @@ class Assessment(Sealed):
     served_identity: ServedIdentityDecision
     health_coverage: HealthCoverageDecision
     front_door_join: FrontDoorJoinDecision
+    log_join: LogJoinDecision
+
+    @property
+    def subject(self) -> Subject:
+        """What every decision here is about: the serving process (a front door was
+        given) or the log's launch (a log alone)."""
+        return self.evidence.subject
 
     @property
     def version(self) -> Version | None:
@@ -93,7 +112,8 @@ class Assessment(Sealed):
     def __rederive__(self) -> Reduction[Assessment]:
         """Pickled as its raw evidence and its verdicts as a check: the front door (its
         raw exchanges or bodies), the startup log (its bytes, see
-        :meth:`StartupLog.__rederive__`) and which launch was assessed.  Unpickling runs
+        :meth:`StartupLog.__rederive__`), which launch was assessed, and the launch
+        receipt (its bytes).  Unpickling runs
         :func:`assess` again and refuses (:class:`EvidenceMismatchError`) when the
         decisions do not come out as they did."""
         launch = self.evidence.launch
@@ -102,6 +122,7 @@ class Assessment(Sealed):
             self.startup_log,
             None if launch is None else launch.index,
             _arms(self),
+            self.evidence.receipt,
         )
 
 
@@ -113,6 +134,7 @@ def _arms(assessment: Assessment) -> tuple[tuple[str, str, str], ...]:
         assessment.served_identity,
         assessment.health_coverage,
         assessment.front_door_join,
+        assessment.log_join,
     )
     return tuple(
         (claim, type(d).__name__, d.reason.value)
@@ -125,10 +147,11 @@ def _rederive_assessment(
     startup_log: StartupLog | None,
     launch: int | None,
     arms: tuple[tuple[str, str, str], ...],
+    receipt: LaunchReceipt | None = None,
 ) -> Assessment:
     """Every decision run again over re-derived evidence, checked against the arms the
     sender's decisions came out as (package-internal: unpickling)."""
-    assessment = assess(front_door, startup_log, launch=launch)
+    assessment = assess(front_door, startup_log, launch=launch, receipt=receipt)
     derived = _arms(assessment)
     if derived != tuple(tuple(arm) for arm in arms):
         differ = ", ".join(
@@ -152,12 +175,18 @@ def assess(
     startup_log: StartupLog | None = None,
     *,
     launch: int | None = None,
+    receipt: LaunchReceipt | None = None,
 ) -> Assessment:
     """Run every decision over one server's evidence.
 
     ``launch`` picks which launch of the log to read (default: the last one, the
     process a restarted server is now running).  Evidence from two launches is never
-    joined.  Raises :class:`~vllm_evidence.errors.InputError` for a launch index the
+    joined.  ``receipt`` is the launch receipt ``vllm-evidence launch`` wrote for the
+    log (:func:`~vllm_evidence.adapters.receipt.read_launch_receipt`); read the log to
+    the receipt's length (``read_startup_log(path, first_bytes=receipt.log_bytes)``),
+    since the receipt digests only those bytes.  With a front door every decision is
+    about the serving process, and the log counts only when ``log_join`` is
+    established.  Raises :class:`~vllm_evidence.errors.InputError` for a launch index the
     log does not have.
     """
     chosen: Launch | None = None
@@ -169,7 +198,7 @@ def assess(
         else:
             msg = f"launch must be 0..{len(startup_log.launches) - 1}, got {launch}"
             raise InputError(msg)
-    evidence = gather(front_door, chosen)
+    evidence = gather(front_door, chosen, startup_log, receipt)
     return _mint_assessment(
         evidence=evidence,
         startup_log=startup_log,
@@ -178,11 +207,16 @@ def assess(
         served_identity=decide_served_identity(evidence),
         health_coverage=decide_health_coverage(evidence),
         front_door_join=decide_front_door_join(evidence),
+        log_join=decide_log_join(evidence),
     )
 
 
-def claim_established(assessment: Assessment, claim: Claim) -> bool:
-    """Whether the named claim (one of :data:`CLAIMS`) is established.
+def claim_established(
+    assessment: Assessment, claim: Claim, *, subject: Subject = Subject.SERVING
+) -> bool:
+    """Whether the named claim (one of :data:`CLAIMS`) is established about ``subject``:
+    by default the serving process (what ``--require`` asks); a claim established only
+    for a log's launch does not count unless ``subject=Subject.LAUNCH`` is asked.
 
     ``claim`` is typed :data:`Claim`, so a misspelt name is a type error; at run time an
     unknown name (from untyped code) raises :class:`ValueError` naming the claims.
@@ -190,17 +224,8 @@ def claim_established(assessment: Assessment, claim: Claim) -> bool:
     if claim not in CLAIMS:
         msg = f"claim must be one of {', '.join(CLAIMS)}, got {claim!r}"
         raise ValueError(msg)
-    match claim:
-        case "parallel":
-            return isinstance(assessment.parallel, ParallelEstablished)
-        case "capacity":
-            return isinstance(assessment.capacity, CapacityEstablished)
-        case "served_identity":
-            return isinstance(assessment.served_identity, ServedIdentityEstablished)
-        case "health_coverage":
-            return isinstance(assessment.health_coverage, HealthCoverageEstablished)
-        case "front_door_join":
-            return isinstance(assessment.front_door_join, JoinedIncarnation)
+    decision = _decisions(assessment)[claim]
+    return decision.subject is subject and isinstance(decision, _ESTABLISHED)
 
 
 # -- the plain-text report ---------------------------------------------------------------
@@ -211,6 +236,7 @@ Decision = (
     | ServedIdentityDecision
     | HealthCoverageDecision
     | FrontDoorJoinDecision
+    | LogJoinDecision
 )
 
 #: Each claim's title in the report, in report order.
@@ -220,6 +246,7 @@ TITLES: tuple[tuple[Claim, str], ...] = (
     ("served_identity", "served identity"),
     ("health_coverage", "/health coverage"),
     ("front_door_join", "front-door join"),
+    ("log_join", "log join"),
 )
 
 #: The arm of any decision, as the documents and the report name it.
@@ -231,6 +258,7 @@ _ESTABLISHED = (
     ServedIdentityEstablished,
     HealthCoverageEstablished,
     JoinedIncarnation,
+    LogJoined,
 )
 
 
@@ -260,6 +288,7 @@ def _decisions(assessment: Assessment) -> dict[Claim, Decision]:
         "served_identity": assessment.served_identity,
         "health_coverage": assessment.health_coverage,
         "front_door_join": assessment.front_door_join,
+        "log_join": assessment.log_join,
     }
 
 
@@ -285,7 +314,7 @@ def _law_line(law: Law | LawNotEstablished) -> str:
 
 
 def report_rows(assessment: Assessment) -> list[ReportRow]:
-    """The five decisions, in report order."""
+    """The decisions, in report order."""
     decisions = _decisions(assessment)
     rows = []
     for key, name in TITLES:
@@ -299,6 +328,13 @@ def report_rows(assessment: Assessment) -> list[ReportRow]:
             why.append(_law_line(law))
         rows.append(ReportRow(name, verdict(decision), decision.reason.value, tuple(why)))
     return rows
+
+
+def subject_line(assessment: Assessment) -> str:
+    """What every decision of the report is about."""
+    if assessment.subject is Subject.SERVING:
+        return "subject: serving (the process behind the front door)"
+    return "subject: launch (what the log records; a log alone says nothing about a server)"
 
 
 def title(assessment: Assessment, target: str | None) -> str:
@@ -384,7 +420,7 @@ def render_report(assessment: Assessment, *, target: str | None = None) -> str:
     Every line passes through :func:`~vllm_evidence._scrub.scrub`: a served id, a
     redirect target or a transport detail is server-controlled text, so its control
     characters are escaped and no secret survives."""
-    out = [title(assessment, target)]
+    out = [title(assessment, target), f"  {subject_line(assessment)}"]
     for row in report_rows(assessment):
         out.append(f"  {row.title:<22} {row.verdict.upper():<12} {row.reason}")
         out.extend(f"  {'':<22} {part}" for part in row.why)

@@ -65,7 +65,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if handler is None:
         sys.stderr.write(
             "vllm-evidence: error: a command is required "
-            "(probe, explain, demo, log, laws, audit-upstream; see --help)\n"
+            "(probe, explain, demo, log, laws, audit-upstream, launch, schema; see --help)\n"
         )
         return EXIT_USAGE
     try:

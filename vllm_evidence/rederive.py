@@ -1,6 +1,6 @@
 """Re-derivation is the only way back: an assessment as its raw evidence, and read again.
 
-:func:`dumps` writes one JSON document (schema ``vllm-evidence.evidence/1``) that holds
+:func:`dumps` writes one JSON document (schema ``vllm-evidence.evidence/2``) that holds
 the *raw evidence* of an :class:`~vllm_evidence.assessment.Assessment`, never a decision
 to be trusted:
 
@@ -14,6 +14,7 @@ to be trusted:
   still loads; a relative path is read from the loading process's working directory)
   or, with ``embed_log=True``, with its bytes in base64;
 * which launch of the log was assessed;
+* the launch receipt given with the log (its bytes in base64), or ``null``;
 * each decision's ``verdict`` and ``reason``, as a check only.
 
 :func:`loads` parses the document defensively (bounded size and nesting, no floats, no
@@ -46,6 +47,7 @@ import attrs
 
 from vllm_evidence._claims import CLAIMS
 from vllm_evidence._converter import converter
+from vllm_evidence.adapters.receipt import parse_launch_receipt
 from vllm_evidence.adapters.startup_log import StartupLog
 from vllm_evidence.adapters.startup_log.launch import (
     _reread_startup_log,
@@ -72,7 +74,7 @@ from vllm_evidence.upstream.routes import Route
 
 __all__ = ["MAX_DEPTH", "MAX_DOCUMENT_CHARS", "SCHEMA", "dumps", "loads"]
 
-SCHEMA = "vllm-evidence.evidence/1"
+SCHEMA = "vllm-evidence.evidence/2"
 #: The longest document :func:`loads` reads by default (an embedded log is base64).
 MAX_DOCUMENT_CHARS = 512 * 1024 * 1024
 #: The deepest nesting of arrays and objects :func:`loads` accepts (the schema needs 5).
@@ -156,6 +158,7 @@ def _verdicts(assessment: Assessment) -> dict[str, dict[str, str]]:
         assessment.served_identity,
         assessment.health_coverage,
         assessment.front_door_join,
+        assessment.log_join,
     )
     return {
         claim: {"verdict": verdict(d), "reason": d.reason.value}
@@ -182,6 +185,7 @@ def _evidence_document(document: _EvidenceDocument) -> dict[str, object]:
         else _front_door_json(evidence.front_door),
         "startup_log": None if log is None else _log_json(log, embed=document.embed_log),
         "launch": None if evidence.launch is None else evidence.launch.index,
+        "receipt": None if evidence.receipt is None else _b64(evidence.receipt.raw),
         "verdicts": _verdicts(assessment),
     }
 
@@ -190,7 +194,7 @@ converter.register_unstructure_hook(_EvidenceDocument, _evidence_document)
 
 
 def dumps(assessment: Assessment, *, embed_log: bool = False) -> str:
-    """The assessment's raw evidence as one JSON document (``vllm-evidence.evidence/1``).
+    """The assessment's raw evidence as one JSON document (``vllm-evidence.evidence/2``).
 
     The startup log goes by reference (path, SHA-256, size) unless ``embed_log``: then
     its bytes go too, read again now and checked against its digest.  Raises
@@ -517,7 +521,7 @@ def loads(text: str | bytes, *, max_chars: int = MAX_DOCUMENT_CHARS) -> Assessme
     document = _parse(text, max_chars)
     _keys(
         document,
-        frozenset({"schema", "front_door", "startup_log", "launch", "verdicts"}),
+        frozenset({"schema", "front_door", "startup_log", "launch", "receipt", "verdicts"}),
         "document",
     )
     recorded = _recorded_verdicts(document["verdicts"])
@@ -528,7 +532,13 @@ def loads(text: str | bytes, *, max_chars: int = MAX_DOCUMENT_CHARS) -> Assessme
         _malformed("launch", f"launch {launch} is not a launch of the startup log")
     if launch is None and log is not None and log.launches:
         _malformed("launch", "the startup log has launches but none is named")
-    assessment = assess(front_door, log, launch=launch)
+    raw_receipt = _optional(document, "receipt", str, "document")
+    receipt = (
+        None
+        if raw_receipt is None
+        else parse_launch_receipt(_bytes(raw_receipt, "receipt"), "in the evidence document")
+    )
+    assessment = assess(front_door, log, launch=launch, receipt=receipt)
     derived = _verdicts(assessment)
     if derived != recorded:
         differ = "; ".join(

@@ -16,6 +16,7 @@ startup log          :func:`startup_log_document`           ``startup-log``
 law table            :func:`laws_document`                  ``laws``
 upstream audit       :func:`audit_document`                 ``audit``
 capture manifest     :func:`manifest_document`              ``capture-manifest``
+launch receipt       :func:`receipt_document`               ``launch-receipt``
 ===================  =====================================  ==========================
 
 Going back is re-derivation only: :func:`dumps` writes an assessment's raw evidence
@@ -35,6 +36,7 @@ from typing import Any
 
 from vllm_evidence._converter import converter
 from vllm_evidence.capture.directory import manifest_document
+from vllm_evidence.launch import receipt_document
 from vllm_evidence.output.assessment import AssessmentDocument, assessment_document
 from vllm_evidence.output.audit import audit_document
 from vllm_evidence.output.front_door import front_door_document
@@ -55,6 +57,7 @@ __all__ = [
     "laws_document",
     "loads",
     "manifest_document",
+    "receipt_document",
     "schema",
     "startup_log_document",
 ]
@@ -66,6 +69,7 @@ SCHEMA_NAMES: tuple[str, ...] = (
     "laws",
     "audit",
     "capture-manifest",
+    "launch-receipt",
 )
 
 

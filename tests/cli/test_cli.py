@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._evidence import log_port, real_log, receipt_file, receipt_for
 from tests._paths import REAL
 from vllm_evidence.testing.stub import Fault, serve_capture
 from vllm_evidence.upstream.routes import Route
@@ -55,7 +56,7 @@ def test_demo_json_reports_the_real_capture() -> None:
     out = _run("demo", "--json")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
-    assert doc["schema"] == "vllm-evidence.assessment/1"
+    assert doc["schema"] == "vllm-evidence.assessment/2"
     assert doc["version"] == "0.32.0"
     assert doc["versions"] == {"front_door": "0.32.0", "startup_log": "0.32.0"}
     d = doc["decisions"]
@@ -114,19 +115,45 @@ def test_require_gates_on_claims(claims: list[str], status: int) -> None:
     out = _run("demo", "--require", *claims)
     assert out.returncode == status
     if status == 3:
-        assert _one_line_error(out, 3).endswith("not established: served_identity")
+        assert _one_line_error(out, 3).endswith("for the serving process: served_identity")
 
 
 # --- probe ---------------------------------------------------------------------------
 
 
-def test_probe_with_startup_log_matches_the_demo() -> None:
-    with serve_capture(REAL) as door:
-        out = _run("probe", door.url, "--startup-log", str(REAL / "startup.log"), "--json")
+def test_probe_with_startup_log_and_receipt_matches_the_demo(tmp_path: Path) -> None:
+    log = real_log()
+    receipt = receipt_file(tmp_path / "receipt.json", receipt_for(log, start="1.79601185221e+09"))
+    with serve_capture(REAL, port=log_port(log)) as door:
+        out = _run(
+            "probe", door.url, "--startup-log", str(REAL / "startup.log"),
+            "--receipt", str(receipt), "--json",
+        )  # fmt: skip
+        alone = _run("probe", door.url, "--startup-log", str(REAL / "startup.log"), "--json")
     doc = json.loads(out.stdout)
     assert doc["target"] == door.url
+    assert doc["decisions"]["log_join"]["reason"] == "established"
     assert doc["decisions"]["parallel"]["reason"] == "established"
+    assert doc["decisions"]["parallel"]["subject"] == "serving"
     assert doc["decisions"]["parallel"]["ranks"][0]["pid"] == 23986
+    unjoined = json.loads(alone.stdout)["decisions"]
+    assert unjoined["log_join"]["reason"] == "no_witness"
+    assert unjoined["parallel"]["reason"] == "log_not_joined"
+
+
+def test_probe_receipt_needs_a_log(tmp_path: Path) -> None:
+    out = _run("probe", "http://127.0.0.1:9", "--receipt", str(tmp_path / "r.json"))
+    assert "--receipt goes with --startup-log" in _one_line_error(out, 2)
+
+
+def test_probe_a_malformed_receipt_is_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "r.json"
+    bad.write_text('{"schema": "vllm-evidence.launch-receipt/1", "pid": "x"}')
+    out = _run(
+        "probe", "http://127.0.0.1:9", "--startup-log", str(REAL / "startup.log"),
+        "--receipt", str(bad),
+    )  # fmt: skip
+    assert "launch receipt" in _one_line_error(out, 2)
 
 
 def test_probe_with_development_routes_404_stops_at_stage_one() -> None:
@@ -390,7 +417,9 @@ def test_log_into_explain_with_a_copied_bare_directory(tmp_path: Path) -> None:
     assert doc["decisions"]["parallel"]["reason"] == "population_unobserved"
     named = ["--startup-log", str(bare / "startup.log")]
     doc = json.loads(_run("explain", str(bare), "--bodies", "--json", *named).stdout)
-    assert doc["decisions"]["parallel"]["reason"] == "established"
+    # bodies a caller saved carry no observed marker: the log stays its launch's
+    assert doc["decisions"]["log_join"]["reason"] == "marker_unobserved"
+    assert doc["decisions"]["parallel"]["reason"] == "log_not_joined"
     assert doc["observations"]["startup_log"]["assessed_launch"] == 0
 
 

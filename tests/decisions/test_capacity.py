@@ -7,6 +7,7 @@ from tests._evidence import (
     KV_DP0,
     KV_DP1,
     args,
+    assess_joined,
     banner,
     bundle,
     cache_config_metrics,
@@ -31,6 +32,7 @@ from vllm_evidence.decisions import (
     CapacityReason,
     CapacityRefused,
     CapacityReported,
+    LogJoinReason,
 )
 from vllm_evidence.readback import CapturedReadback, HistoricalBundle, load
 from vllm_evidence.testing.stub import Fault
@@ -55,7 +57,7 @@ V0_PREFIX = "INFO 12-27 10:00:00 gpu_executor.py:76] "
 def _capacity(
     front_door: CapturedReadback | HistoricalBundle | None, startup_log: StartupLog | None = None
 ) -> CapacityDecision:
-    return assess(front_door, startup_log).capacity
+    return assess_joined(front_door, startup_log).capacity
 
 
 def _established(
@@ -406,7 +408,7 @@ FrontDoor = CapturedReadback | HistoricalBundle
 def _capacity_refused(
     front_door: FrontDoor | None, startup_log: StartupLog | None = None
 ) -> CapacityRefused:
-    decision = assess(front_door, startup_log).capacity
+    decision = assess_joined(front_door, startup_log).capacity
     assert isinstance(decision, CapacityRefused), decision
     return decision
 
@@ -434,9 +436,14 @@ def test_log_figures_are_checked_against_the_logs_dp_size() -> None:
     missing = _capacity_refused(None, _dp_log(2, one_line_capacity("1,000", KV_DP0, "GPU")))
     assert missing.reason is CapacityReason.ENGINES_MISSING
     # ... and with DP=1 in the log, a front door resolving DP=2 does not make one missing
+    # and a front door resolving DP=2 is another launch than a log printing DP=1: the log
+    # is not joined to it, so none of its figures is that server's
     front = bundle(version_body("0.32.0"), server_info_json(dp=2))
-    decision = assess(front, _dp_log(1, one_line_capacity("1,000", KV_DP0, "GPU"))).capacity
-    assert isinstance(decision, CapacityEstablished), decision
+    assessment = assess_joined(front, _dp_log(1, one_line_capacity("1,000", KV_DP0, "GPU")))
+    assert assessment.capacity.reason is CapacityReason.LOG_NOT_JOINED
+    assert assessment.log_join.reason is LogJoinReason.CONFIGURATION_CONTRADICTED
+    launch_only = assess(None, _dp_log(1, one_line_capacity("1,000", KV_DP0, "GPU"))).capacity
+    assert isinstance(launch_only, CapacityEstablished), launch_only
 
 
 def test_several_missing_engines_are_listed() -> None:
@@ -498,7 +505,7 @@ def test_the_0_6_6_label_product_is_sourced_and_counted_once() -> None:
 
 def test_capacity_refusals_carry_every_law_they_weighed() -> None:
     label = 'engine="0",kv_cache_size_tokens="4096"'
-    disagree = assess(
+    disagree = assess_joined(
         bundle(version_body("0.32.0"), cache_config_metrics(label)),
         log(banner("0.32.0") + one_line_capacity("8,192")),
     ).capacity
@@ -538,7 +545,7 @@ def test_capacity_established_names_engine_figure_and_source() -> None:
     alone = assess(labels).capacity
     assert isinstance(alone, CapacityEstablished)
     assert alone.detail == "engine 0: 4,194,304 tokens (GET /metrics)"
-    both = assess(labels, log(banner("0.32.0") + one_line_capacity("4,194,304"))).capacity
+    both = assess_joined(labels, log(banner("0.32.0") + one_line_capacity("4,194,304"))).capacity
     assert isinstance(both, CapacityEstablished)
     assert both.detail == (
         "engine 0: 4,194,304 tokens (GET /metrics) — the log and the label agree"
@@ -690,10 +697,12 @@ def test_capacity_log_of_another_build() -> None:
             bundle(version_body("0.33.0")),
             log(banner("0.32.0") + one_line_capacity("4,194,304")),
         ),
-        CapacityReason.SOURCES_CONFLICT,
-        "the log's launch reports vLLM 0.32.0 but /version reports 0.33.0: "
-        "they are not the same server",
-        "give the startup log of the serving launch",
+        CapacityReason.LOG_NOT_JOINED,
+        "the startup log is not joined to this front door (version_contradicted: the log's "
+        "launch reports vLLM 0.32.0 but /version reports 0.33.0: they are not the same "
+        "server); the front door alone: no capacity line in the log and no "
+        "kv_cache_size_tokens label",
+        "give the startup log of the serving launch, with its launch receipt",
     )
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from tests._evidence import (
     API,
     HEALTHY,
+    assess_joined,
     backend_bundle,
     banner,
     bundle,
@@ -25,6 +26,8 @@ from vllm_evidence.decisions import (
     HealthCoverageEstablished,
     HealthCoverageRefused,
     HealthReason,
+    LogJoinReason,
+    Subject,
 )
 from vllm_evidence.readback import CapturedReadback, HistoricalBundle
 from vllm_evidence.upstream import (
@@ -37,7 +40,7 @@ from vllm_evidence.upstream import (
 def _established(
     front_door: CapturedReadback | HistoricalBundle | None, startup_log: StartupLog | None = None
 ) -> HealthCoverageEstablished:
-    decision = assess(front_door, startup_log).health_coverage
+    decision = assess_joined(front_door, startup_log).health_coverage
     assert isinstance(decision, HealthCoverageEstablished), decision
     return decision
 
@@ -45,7 +48,7 @@ def _established(
 def _refused(
     front_door: CapturedReadback | HistoricalBundle | None, startup_log: StartupLog | None = None
 ) -> HealthCoverageRefused:
-    decision = assess(front_door, startup_log).health_coverage
+    decision = assess_joined(front_door, startup_log).health_coverage
     assert isinstance(decision, HealthCoverageRefused), decision
     return decision
 
@@ -92,12 +95,17 @@ def test_an_unobserved_backend_is_refused_before_a_missing_law() -> None:
     assert _refused(probe_stub(faults=dev_routes_404())).reason is HealthReason.BACKEND_UNOBSERVED
 
 
-def test_json_and_log_naming_different_backends_conflict() -> None:
+def test_json_and_log_naming_different_backends_do_not_join() -> None:
+    """A log naming another backend is another launch: the front door's own backend is
+    read, the log is not joined (its contradiction named by the log join)."""
     ray_log = log(engine_init("0.32.0", tp=1, backend="ray"))
-    refused = _refused(backend_bundle("0.32.0", "mp"), ray_log)
-    assert refused.reason is HealthReason.BACKEND_CONFLICT
-    assert "'mp'" in refused.detail
-    assert "'ray'" in refused.detail
+    assessment = assess_joined(backend_bundle("0.32.0", "mp"), ray_log)
+    decision = assessment.health_coverage
+    assert isinstance(decision, HealthCoverageEstablished)
+    assert decision.backend_source.where == JSON_INFO
+    assert assessment.log_join.reason is LogJoinReason.CONFIGURATION_CONTRADICTED
+    assert "'ray'" in assessment.log_join.detail
+    assert "'mp'" in assessment.log_join.detail
     mp_log = log(engine_init("0.32.0", tp=1, backend="mp"))
     assert _established(backend_bundle("0.32.0", "mp"), mp_log).backend is ExecutorBackend.MP
 
@@ -150,12 +158,18 @@ def test_health_coverage_is_version_gated() -> None:
 # --- which source it may read ------------------------------------------------------
 
 
-def test_a_log_backend_is_not_paired_with_the_front_doors_health_answer() -> None:
+def test_a_log_backend_is_paired_with_the_front_doors_answer_only_when_joined() -> None:
     door = bundle(version_body("0.32.0"), HEALTHY)
-    decision = assess(door, real_log()).health_coverage
+    unjoined = assess(door, real_log()).health_coverage
+    assert isinstance(unjoined, HealthCoverageRefused)
+    assert unjoined.reason is HealthReason.LOG_NOT_JOINED
+    decision = assess_joined(door, real_log()).health_coverage
     assert isinstance(decision, HealthCoverageEstablished)
     assert decision.backend_source.kind.value == "startup_log"
-    assert decision.health_status is None
+    assert decision.health_status == 200
+    launch_only = assess(None, real_log()).health_coverage
+    assert isinstance(launch_only, HealthCoverageEstablished)
+    assert (launch_only.subject, launch_only.health_status) == (Subject.LAUNCH, None)
 
 
 # --- what a refusal carries besides its words (witnessed in both directions) -----------
@@ -185,9 +199,9 @@ def test_a_printed_custom_backend_is_unquoted_and_sourced() -> None:
 
 def test_a_printed_custom_backend_is_a_log_fact() -> None:
     custom = log(engine_init("0.32.0", tp=1, backend="my_pkg.Custom"))
-    refused = _refused(bundle(version_body("0.27.0"), HEALTHY), custom)
-    assert refused.reason is HealthReason.SOURCES_CONFLICT
-    assert (refused.backend, refused.health_status) == ("my_pkg.Custom", None)
+    refused = _refused(bundle(version_body("0.32.0"), HEALTHY), custom)
+    assert refused.reason is HealthReason.BACKEND_UNKNOWN
+    assert (refused.backend, refused.health_status) == ("my_pkg.Custom", 200)
     assert refused.backend_source is not None
     assert refused.backend_source.kind.value == "startup_log"
 
@@ -201,16 +215,14 @@ def test_a_front_door_refusal_keeps_the_health_status() -> None:
     assert refused.backend_source.where == JSON_INFO
 
 
-def test_a_restarted_front_door_keeps_the_backend_it_saw() -> None:
+def test_a_restarted_front_door_establishes_nothing() -> None:
     refused = _refused(probe_stub(REAL, restart_after_metrics_reads=1))
     assert refused.reason is HealthReason.FRONT_DOOR_RESTARTED
-    assert refused.backend == "mp"
-    assert refused.backend_source is not None
-    assert refused.backend_source.where == JSON_INFO
+    assert (refused.backend, refused.backend_source, refused.law) == (None, None, None)
 
 
 def test_a_front_door_backend_ignores_a_log_of_another_build() -> None:
-    door = bundle(version_body("0.32.0"), server_info_json(backend="mp"))
+    door = bundle(version_body("0.32.0"), server_info_json(backend="mp"), HEALTHY)
     decision = assess(door, log(banner("0.27.0"))).health_coverage
     assert isinstance(decision, HealthCoverageEstablished)
     assert decision.backend_source.where == JSON_INFO
@@ -218,11 +230,12 @@ def test_a_front_door_backend_ignores_a_log_of_another_build() -> None:
 
 def test_refusals_after_the_backend_keep_it() -> None:
     mp_log = log(engine_init("0.32.0", tp=1, backend="mp"))
-    conflict = _refused(bundle(version_body("0.27.0")), mp_log)
+    unhealthy = _refused(bundle(version_body("0.32.0")), mp_log)
     unversioned = _refused(bundle(server_info_json(backend="mp")))
     outside = _refused(bundle(version_body("99.0"), server_info_json(backend="mp")))
+    assert unhealthy.reason is HealthReason.HEALTH_NOT_OK
     for refused, where in (
-        (conflict, "log launch 0, line 1 (EngineCore pid=200)"),
+        (unhealthy, "log launch 0, line 1 (EngineCore pid=200)"),
         (unversioned, JSON_INFO),
         (outside, JSON_INFO),
     ):
@@ -283,14 +296,15 @@ def test_health_backend_unobserved() -> None:
     )
 
 
-def test_health_backends_conflict() -> None:
-    ray_log = log(engine_init("0.32.0", tp=1, backend="ray"))
+def test_health_not_ok() -> None:
     _says(
-        _refused(backend_bundle("0.32.0", "mp"), ray_log),
-        HealthReason.BACKEND_CONFLICT,
-        f"the sources name different executor backends: 'mp' at {JSON_INFO}; "
-        "'ray' at log launch 0, line 1 (EngineCore pid=200)",
-        "check that the startup log belongs to this server",
+        _refused(bundle(version_body("0.32.0"), server_info_json(backend="mp"))),
+        HealthReason.HEALTH_NOT_OK,
+        f"/health did not answer 200 (not_requested): executor 'mp' ({JSON_INFO}): "
+        "MultiprocExecutor's monitor turns a worker process death into engine death, "
+        "which /health reads from a local flag; nothing contacts the workers on the "
+        "/health path, but there is no 200 to cover",
+        "probe again once /health answers 200",
     )
 
 
@@ -306,11 +320,13 @@ def test_health_restarted_front_door() -> None:
 def test_health_log_of_another_build() -> None:
     mp_log = log(engine_init("0.32.0", tp=1, backend="mp"))
     _says(
-        _refused(bundle(version_body("0.27.0")), mp_log),
-        HealthReason.SOURCES_CONFLICT,
-        "the log's launch reports vLLM 0.32.0 but /version reports 0.27.0: "
-        "they are not the same server",
-        "give the startup log of the serving launch",
+        _refused(bundle(version_body("0.27.0"), HEALTHY), mp_log),
+        HealthReason.LOG_NOT_JOINED,
+        "the startup log is not joined to this front door (version_contradicted: the log's "
+        "launch reports vLLM 0.32.0 but /version reports 0.27.0: they are not the same "
+        "server); the front door alone: the executor backend is unobserved (no "
+        "/server_info JSON, no log marker)",
+        "give the startup log of the serving launch, with its launch receipt",
     )
 
 

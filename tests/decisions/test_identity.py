@@ -6,6 +6,7 @@ import pytest
 
 from tests._evidence import (
     args,
+    assess_joined,
     banner,
     bundle,
     log,
@@ -35,7 +36,7 @@ from vllm_evidence.upstream import (
 def _established(
     front_door: CapturedReadback | HistoricalBundle | None, startup_log: StartupLog | None = None
 ) -> ServedIdentityEstablished:
-    decision = assess(front_door, startup_log).served_identity
+    decision = assess_joined(front_door, startup_log).served_identity
     assert isinstance(decision, ServedIdentityEstablished), decision
     return decision
 
@@ -43,7 +44,7 @@ def _established(
 def _refused(
     front_door: CapturedReadback | HistoricalBundle | None, startup_log: StartupLog | None = None
 ) -> ServedIdentityRefused:
-    decision = assess(front_door, startup_log).served_identity
+    decision = assess_joined(front_door, startup_log).served_identity
     assert isinstance(decision, ServedIdentityRefused), decision
     return decision
 
@@ -267,7 +268,7 @@ FrontDoor = CapturedReadback | HistoricalBundle
 def _identity(
     front_door: FrontDoor | None, startup_log: StartupLog | None = None
 ) -> ServedIdentityRefused:
-    decision = assess(front_door, startup_log).served_identity
+    decision = assess_joined(front_door, startup_log).served_identity
     assert isinstance(decision, ServedIdentityRefused), decision
     return decision
 
@@ -318,10 +319,11 @@ def test_identity_restarted_front_door() -> None:
 def test_identity_log_of_another_build() -> None:
     _says(
         _identity(bundle(version_body("0.27.0")), log(banner("0.32.0") + args("{'model': 'm'}"))),
-        IdentityReason.SOURCES_CONFLICT,
-        "the log's launch reports vLLM 0.32.0 but /version reports 0.27.0: "
-        "they are not the same server",
-        "give the startup log of the serving launch, or probe /v1/models with the key",
+        IdentityReason.LOG_NOT_JOINED,
+        "the startup log is not joined to this front door (version_contradicted: the log's "
+        "launch reports vLLM 0.32.0 but /version reports 0.27.0: they are not the same "
+        "server); the front door alone: /v1/models: not_found",
+        "give the startup log of the serving launch, with its launch receipt",
     )
 
 

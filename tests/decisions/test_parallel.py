@@ -5,6 +5,7 @@ from __future__ import annotations
 from tests._evidence import (
     API,
     args,
+    assess_joined,
     banner,
     bundle,
     dev_routes_404,
@@ -39,7 +40,7 @@ TP2 = banner("0.32.0") + engine_init(tp=2)
 def _refused(
     front_door: CapturedReadback | HistoricalBundle | None, startup_log: StartupLog | None = None
 ) -> ParallelRefused:
-    decision = assess(front_door, startup_log).parallel
+    decision = assess_joined(front_door, startup_log).parallel
     assert isinstance(decision, ParallelRefused), decision
     return decision
 
@@ -47,7 +48,7 @@ def _refused(
 def _established(
     front_door: CapturedReadback | HistoricalBundle | None, startup_log: StartupLog | None
 ) -> ParallelEstablished:
-    decision = assess(front_door, startup_log).parallel
+    decision = assess_joined(front_door, startup_log).parallel
     assert isinstance(decision, ParallelEstablished), decision
     return decision
 
@@ -171,22 +172,22 @@ def test_ranks_from_an_earlier_launch_do_not_count() -> None:
 # --- conflicts ----------------------------------------------------------------------------
 
 
-def test_log_tp2_against_server_info_tp1_is_a_conflict() -> None:
+def test_log_tp2_against_server_info_tp1_is_not_joined() -> None:
     ranks = log(TP2 + rank_line(0, 2) + rank_line(1, 2))
     conflicting = bundle(version_body("0.32.0"), server_info_json(tp=1))
     refused = _refused(conflicting, ranks)
-    assert refused.reason is ParallelReason.CONFIGURATION_CONFLICT
-    assert "(2, 1, 1, 1)" in refused.detail
-    assert "(1, 1, 1, 1)" in refused.detail
+    assert refused.reason is ParallelReason.LOG_NOT_JOINED
+    assert "tensor_parallel_size 2 at log line 2 but 1" in refused.detail
     agreeing = bundle(version_body("0.32.0"), server_info_json(tp=2))
     _established(agreeing, ranks)
 
 
-def test_log_and_front_door_versions_differ_is_a_conflict() -> None:
+def test_log_and_front_door_versions_differ_is_not_joined() -> None:
     text = banner("0.32.0") + engine_init(tp=1) + rank_line(0, 1)
     other = bundle(version_body("0.27.0"), server_info_json(tp=1))
     refused = _refused(other, log(text))
-    assert refused.reason is ParallelReason.CONFIGURATION_CONFLICT
+    assert refused.reason is ParallelReason.LOG_NOT_JOINED
+    assert "version_contradicted" in refused.detail
     assert "0.32.0" in refused.detail
     assert "0.27.0" in refused.detail
     same = bundle(version_body("0.32.0"), server_info_json(tp=1))
@@ -402,7 +403,7 @@ def test_a_present_rank_is_sourced_to_its_worker_line() -> None:
 
 
 def test_a_log_without_engine_init_is_judged_at_the_join_not_as_a_conflict() -> None:
-    ranks = log(banner("0.27.0") + rank_line(0, 2) + rank_line(1, 2))
+    ranks = log(banner("0.32.0") + rank_line(0, 2) + rank_line(1, 2))
     door = bundle(version_body("0.32.0"), server_info_json(tp=2))
     refused = _refused(door, ranks)
     assert refused.reason is ParallelReason.JOIN_UNESTABLISHED
@@ -606,10 +607,12 @@ def test_parallel_versions_of_two_builds() -> None:
     other = bundle(version_body("0.27.0"), server_info_json(tp=1))
     _says(
         _refused(other, log(text)),
-        ParallelReason.CONFIGURATION_CONFLICT,
-        "the log's launch reports vLLM 0.32.0 but /version reports 0.27.0: "
-        "they are not the same server",
-        "give the startup log of the serving launch",
+        ParallelReason.LOG_NOT_JOINED,
+        "the startup log is not joined to this front door (version_contradicted: the log's "
+        "launch reports vLLM 0.32.0 but /version reports 0.27.0: they are not the same "
+        "server); the front door alone: expected ranks [0]; no startup log shows which "
+        "workers joined",
+        "give the startup log of the serving launch, with its launch receipt",
     )
 
 
@@ -656,10 +659,11 @@ def test_parallel_log_and_front_door_sizes_differ() -> None:
     ranks = log(TP2 + rank_line(0, 2) + rank_line(1, 2))
     _says(
         _refused(bundle(version_body("0.32.0"), server_info_json(tp=1)), ranks),
-        ParallelReason.CONFIGURATION_CONFLICT,
-        f"{ENGINE_LINE_2} gives (TP, PP, DP, PCP) (2, 1, 1, 1) but {JSON_INFO} gives "
-        "(1, 1, 1, 1): the log and the front door describe different servers or launches",
-        "give the startup log of the serving launch",
+        ParallelReason.LOG_NOT_JOINED,
+        "the startup log is not joined to this front door (configuration_contradicted: "
+        f"tensor_parallel_size 2 at log line 2 but 1 at {JSON_INFO}); the front door alone: "
+        "expected ranks [0]; no startup log shows which workers joined",
+        "give the startup log of the serving launch, with its launch receipt",
     )
 
 

@@ -1,15 +1,24 @@
-"""Which source a decision may read: a restarted front door, and a log of another build.
+"""Which source a decision may read: a dead or restarted front door, and a log.
 
-* When the bracket shows a restart, ``/version`` may belong to another process than the
-  route it would scope: front-door facts are refused as ``front_door_restarted``.
-* When the log's launch and ``/version`` name different versions, the log is not this
-  server's: a decision that would use a log fact refuses (``sources_conflict``, or
-  ``configuration_conflict`` for parallel) instead of establishing from it.
+* With a front door every decision is about the serving process.  A front door that
+  was not reached, answered only errors, or restarted during the batch establishes no
+  claim, whatever a log says.
+* A log reaches a claim about the serving process only when ``log_join`` is established
+  (a launch receipt whose start time the front door carries); otherwise a decision that
+  would use a log fact refuses ``log_not_joined`` — for a log of another build as for an
+  identical one.  A log alone establishes claims about its launch.
 """
 
 from __future__ import annotations
 
-from tests._evidence import HEALTHY, bundle, probe_stub, real_log, version_body
+from tests._evidence import (
+    HEALTHY,
+    assess_joined,
+    bundle,
+    probe_stub,
+    real_log,
+    version_body,
+)
 from tests._paths import REAL
 from vllm_evidence import assess
 from vllm_evidence.decisions import (
@@ -20,34 +29,49 @@ from vllm_evidence.decisions import (
     HealthCoverageRefused,
     HealthReason,
     IdentityReason,
+    LogJoinReason,
     ParallelEstablished,
     ParallelReason,
     ParallelRefused,
     ServedIdentityRefused,
+    Subject,
 )
 
 
 def test_a_log_of_another_version_refuses_every_log_fact() -> None:
     other = bundle(version_body("0.33.0"), HEALTHY)
-    assessment = assess(other, real_log())
-    assert isinstance(assessment.parallel, ParallelRefused)
-    assert assessment.parallel.reason is ParallelReason.CONFIGURATION_CONFLICT
-    assert isinstance(assessment.capacity, CapacityRefused)
-    assert assessment.capacity.reason is CapacityReason.SOURCES_CONFLICT
-    assert isinstance(assessment.served_identity, ServedIdentityRefused)
-    assert assessment.served_identity.reason is IdentityReason.SOURCES_CONFLICT
-    assert isinstance(assessment.health_coverage, HealthCoverageRefused)
-    assert assessment.health_coverage.reason is HealthReason.SOURCES_CONFLICT
+    assessment = assess_joined(other, real_log())
+    assert assessment.log_join.reason is LogJoinReason.VERSION_CONTRADICTED
+    for decision in (
+        assessment.parallel,
+        assessment.capacity,
+        assessment.served_identity,
+        assessment.health_coverage,
+    ):
+        assert decision.reason.value == "log_not_joined", decision
+        assert decision.subject is Subject.SERVING
     assert "0.32.0" in assessment.capacity.detail
     assert "0.33.0" in assessment.capacity.detail
 
 
-def test_a_log_of_the_same_version_is_read() -> None:
+def test_a_log_of_the_same_version_is_read_only_when_joined() -> None:
     same = bundle(version_body("0.32.0"), HEALTHY)
-    assessment = assess(same, real_log())
+    unjoined = assess(same, real_log())
+    assert unjoined.log_join.reason is LogJoinReason.MARKER_UNOBSERVED  # caller's bodies
+    assert isinstance(unjoined.parallel, ParallelRefused)
+    assert unjoined.parallel.reason is ParallelReason.LOG_NOT_JOINED
+    assessment = assess_joined(same, real_log())
     assert isinstance(assessment.parallel, ParallelEstablished)
     assert isinstance(assessment.capacity, CapacityEstablished)
     assert isinstance(assessment.health_coverage, HealthCoverageEstablished)
+    assert assessment.parallel.subject is Subject.SERVING
+
+
+def test_a_log_alone_speaks_for_its_launch() -> None:
+    assessment = assess(None, real_log())
+    assert isinstance(assessment.parallel, ParallelEstablished)
+    assert assessment.parallel.subject is Subject.LAUNCH
+    assert assessment.log_join.reason is LogJoinReason.NO_FRONT_DOOR
 
 
 def test_another_build_does_not_stop_front_door_facts() -> None:
@@ -77,6 +101,12 @@ def test_without_a_restart_the_same_front_door_establishes() -> None:
     assert assessment.health_coverage.health_status == 200
 
 
-def test_a_restart_does_not_touch_log_facts() -> None:
+def test_a_restart_refuses_log_facts_too() -> None:
+    """A restarted front door has no one process a log could describe."""
     assessment = assess(probe_stub(REAL, restart_after_metrics_reads=1), real_log())
-    assert isinstance(assessment.parallel, ParallelEstablished)
+    assert isinstance(assessment.parallel, ParallelRefused)
+    assert assessment.parallel.reason is ParallelReason.FRONT_DOOR_RESTARTED
+    assert assessment.log_join.reason in {
+        LogJoinReason.FRONT_DOOR_RESTARTED,
+        LogJoinReason.PORT_CONTRADICTED,
+    }

@@ -106,7 +106,10 @@ def test_probe_replayed_server(directory: Path, form: str, with_log: bool, tmp_p
     key = "sk-golden" if "apikey" in directory.name else None
     serve_from = directory / "with-key" if key else directory
     env_name = "VLLM_EVIDENCE_GOLDEN_KEY"
-    with serve_capture(serve_from, api_key=key) as door:
+    # With its log, the replay listens on the port the log names (a real server's own
+    # port): what the log join then says is about the missing witness, not the port.
+    port = _log_port(directory / "startup.log") if with_log else 0
+    with serve_capture(serve_from, api_key=key, port=port) as door:
         argv = ["probe", door.url, "--save", str(tmp_path / "saved")]
         if key:
             argv += ["--api-key-env", env_name]
@@ -128,6 +131,11 @@ def test_probe_replayed_server(directory: Path, form: str, with_log: bool, tmp_p
         f"explain-saved/{_slug(directory)}.{suffix}",
         _run(explain).replace(str(tmp_path), "<tmp>"),
     )
+
+
+def _log_port(log: Path) -> int:
+    found = re.search(rb"'port': ([0-9]+)", log.read_bytes())
+    return int(found.group(1)) if found else 0
 
 
 def test_probe_restart_mid_batch() -> None:

@@ -1,10 +1,12 @@
 """The product against real vLLM 0.32.0 output: the four live-tier scenarios.
 
 Each capture is replayed through the stub front door and read by the product's own
-probe (GET only), with the scenario's real startup log, so the decisions below are
-made on bytes a real server produced — freshly recorded in the live tier, committed
-ones in the ordinary suite.  Assertions hold for any faithful recording: no pids,
-ports or timings of one run are written here.
+probe (GET only), with the scenario's real startup log — and, where a claim about the
+server needs the log, a launch receipt naming the start time the replayed ``/metrics``
+serves, the replay listening on the port the log names (the log is then joined as it is
+to a live server) — so the decisions below are made on bytes a real server produced:
+freshly recorded in the live tier, committed ones in the ordinary suite.  Assertions
+hold for any faithful recording: no pids, ports or timings of one run are written here.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._evidence import front_door_join
+from tests._evidence import assess_witnessed, front_door_join
 from vllm_evidence import assess, probe_sync, read_startup_log, readback_from_batch
 from vllm_evidence.adapters.metrics import MetricsObservation, parse_metrics
 from vllm_evidence.adapters.startup_log import StartupLog
@@ -59,7 +61,10 @@ def _capacity_tokens(assessment: Assessment) -> int:
 
 def test_tp1_alias_parallel_established_from_the_log(live_root: Path) -> None:
     directory = live_root / "tp1-devmode-alias"
-    with_log = assess(_probe(directory), _log(directory))
+    unjoined = assess(_probe(directory), _log(directory))
+    assert isinstance(unjoined.parallel, ParallelRefused)
+    assert unjoined.parallel.reason is ParallelReason.LOG_NOT_JOINED
+    with_log = assess_witnessed(directory, _log(directory))
     assert isinstance(with_log.parallel, ParallelEstablished), with_log.parallel
     assert with_log.parallel.configuration.tensor_parallel_size == 1
     assert [r.rank for r in with_log.parallel.ranks] == [0]
@@ -86,7 +91,7 @@ def test_tp1_capacity_label_equals_the_log_line(live_root: Path) -> None:
     directory = live_root / "tp1-devmode-alias"
     label_only = assess(_probe(directory))
     log_only = assess(None, _log(directory))
-    both = assess(_probe(directory), _log(directory))
+    both = assess_witnessed(directory, _log(directory))
     assert _capacity_tokens(label_only) == _capacity_tokens(log_only) == _capacity_tokens(both)
     assert isinstance(both.capacity, CapacityEstablished)
     assert both.capacity.corroborated_by, "the log line should corroborate the label"
@@ -118,7 +123,7 @@ def test_tp2_apikey_http_alone_stops_at_stage_one(live_root: Path) -> None:
 
 def test_tp2_apikey_with_its_log_establishes_tp2_with_both_ranks(live_root: Path) -> None:
     directory = live_root / "tp2-apikey"
-    assessment = assess(_probe(directory), _log(directory))
+    assessment = assess_witnessed(directory, _log(directory))
     decision = assessment.parallel
     assert isinstance(decision, ParallelEstablished), decision
     assert decision.configuration.tensor_parallel_size == 2

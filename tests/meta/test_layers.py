@@ -26,7 +26,7 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("readback", ("readback",)),
     ("decisions", ("decisions", "audit")),
     ("assessment", ("assessment",)),
-    ("output", ("output", "rederive", "serialize")),
+    ("output", ("output", "rederive", "serialize", "launch")),
     ("commands", ("_cli", "testing")),
     ("entry points", ("cli", "__main__")),
 )

@@ -78,7 +78,8 @@ def test_repr_of_a_real_assessment_is_short_and_holds_no_body(
 
 def test_repr_names_the_key_figures() -> None:
     assessment = dict(REAL_ASSESSMENTS)["tp2-devmode"]
-    parallel = assessment.parallel
+    # The log is not joined to the probed stub (no receipt): the layout is its launch's.
+    parallel = assess(None, _log(SERVERS / "tp2-devmode")).parallel
     assert isinstance(parallel, ParallelEstablished)
     assert repr(parallel) == "ParallelEstablished(TP=2 PP=1 DP=1, ranks 0-1)"
     front = assessment.evidence.front_door

@@ -126,6 +126,7 @@ REDERIVABLE = {
     "CapturedReadback",
     "Exchange",
     "HistoricalBundle",
+    "LaunchReceipt",
     "StartupLog",
 }
 
@@ -190,7 +191,8 @@ def test_the_reduction_names_a_package_function_and_raw_evidence_only() -> None:
     assessment = _an_assessment()
     function, args = assessment.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
     assert function.__module__ == "vllm_evidence.assessment"
-    front_door, log, launch, arms = cast("tuple[Any, ...]", args)
+    front_door, log, launch, arms, receipt = cast("tuple[Any, ...]", args)
+    assert receipt is None
     assert front_door is assessment.evidence.front_door
     assert log is assessment.startup_log
     assert launch == 0
@@ -200,6 +202,7 @@ def test_the_reduction_names_a_package_function_and_raw_evidence_only() -> None:
         "served_identity",
         "health_coverage",
         "front_door_join",
+        "log_join",
     ]
     bundle = assessment.evidence.front_door
     assert isinstance(bundle, HistoricalBundle)
@@ -220,10 +223,10 @@ def test_a_crafted_pickle_gets_what_the_parsers_derive_from_its_bytes() -> None:
 def test_a_crafted_pickle_cannot_bring_a_verdict_the_bytes_do_not_give() -> None:
     assessment = _an_assessment()
     reduction = cast("tuple[Any, tuple[Any, ...]]", assessment.__reduce__())
-    function, (front_door, log, launch, arms) = reduction
+    function, (front_door, log, launch, arms, receipt) = reduction
     forged = tuple((claim, "JoinedIncarnation", "joined") for claim, _, _ in arms)
     with pytest.raises(EvidenceMismatchError, match="does not reproduce"):
-        _unpickle(pickle.dumps(_Crafted(function, (front_door, log, launch, forged))))
+        _unpickle(pickle.dumps(_Crafted(function, (front_door, log, launch, forged, receipt))))
 
 
 def test_pickled_state_cannot_set_the_fields_of_a_bare_instance() -> None:

@@ -1,11 +1,12 @@
-"""The assessment JSON contract (schema /1): public keys, exact figures, null refusals."""
+"""The assessment JSON contract (schema /2): public keys, exact figures, null refusals,
+a subject on every decision, and the log join."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from tests._evidence import banner, log, one_line_capacity, real_log
+from tests._evidence import assess_witnessed, banner, log, one_line_capacity, real_log
 from tests._paths import REAL
 from vllm_evidence.assessment import CLAIMS, assess
 from vllm_evidence.output.assessment import AssessmentDocument, assessment_document
@@ -20,11 +21,13 @@ def _document(**kw: Any) -> AssessmentDocument:
 
 
 def test_the_document_carries_the_public_keys() -> None:
-    doc = _document(front_door=load(REAL, bodies=True), startup_log=real_log())
-    assert doc["schema"] == "vllm-evidence.assessment/1"
+    doc = assessment_document(assess_witnessed(REAL, real_log()))
+    assert json.loads(json.dumps(doc)) == doc
+    assert doc["schema"] == "vllm-evidence.assessment/2"
     assert doc["version"] == "0.32.0"
     decisions = doc["decisions"]
     assert set(decisions) == set(CLAIMS)
+    assert {decisions[claim]["subject"] for claim in CLAIMS} == {"serving"}
 
     parallel = decisions["parallel"]
     assert (parallel["verdict"], parallel["reason"]) == ("established", "established")
@@ -56,8 +59,39 @@ def test_the_document_carries_the_public_keys() -> None:
     )
 
     join = decisions["front_door_join"]
-    assert (join["verdict"], join["reason"]) == ("refused", "caller_assembled")
+    assert (join["verdict"], join["reason"]) == ("established", "established")
+    log_join = decisions["log_join"]
+    assert (log_join["verdict"], log_join["reason"], log_join["remedy"]) == (
+        "established",
+        "established",
+        None,
+    )
+    assert log_join["process_start_time_seconds"] == "1796011852.21"
+    assert (log_join["pid"], log_join["pid_tagged"]) == (23930, True)
+    receipt = log_join["receipt"]
+    assert receipt is not None
+    assert receipt["pid"] == 23930
+    assert receipt["log_bytes"] == real_log().size_bytes
     assert "observations" in doc
+
+
+def test_a_caller_assembled_front_door_never_joins_a_log() -> None:
+    doc = _document(front_door=load(REAL, bodies=True), startup_log=real_log())
+    decisions = doc["decisions"]
+    assert decisions["front_door_join"]["reason"] == "caller_assembled"
+    log_join = decisions["log_join"]
+    assert (log_join["verdict"], log_join["reason"]) == ("refused", "marker_unobserved")
+    assert log_join["receipt"] is None
+    assert decisions["parallel"]["reason"] == "log_not_joined"
+    assert decisions["capacity"]["reason"] == "established"  # the label, the front door's own
+
+
+def test_a_log_alone_is_about_its_launch() -> None:
+    doc = _document(startup_log=real_log())
+    decisions = doc["decisions"]
+    assert {decisions[claim]["subject"] for claim in CLAIMS} == {"launch"}
+    assert decisions["parallel"]["verdict"] == "established"
+    assert decisions["log_join"]["reason"] == "no_front_door"
 
 
 def test_the_log_figure_keeps_its_printed_decimal() -> None:

@@ -16,5 +16,6 @@ COMMAND_MODULES: tuple[str, ...] = (
     "log",
     "laws",
     "audit",
+    "launch",
     "schema",
 )

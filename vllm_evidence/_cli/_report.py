@@ -56,18 +56,22 @@ def report_refused(refused: Iterable[str]) -> int:
     """3 (and one line on stderr naming them) when any claim was refused, else 0."""
     names = sorted(set(refused))
     if names:
-        sys.stderr.write(f"vllm-evidence: required claim(s) not established: {', '.join(names)}\n")
+        sys.stderr.write(
+            "vllm-evidence: required claim(s) not established for the serving process: "
+            f"{', '.join(names)}\n"
+        )
         return 3
     return 0
 
 
 def check_requirements(assessments: Sequence[Assessment], required: Sequence[Claim]) -> int:
-    """0 when every required claim is established for every server, else 3."""
+    """0 when every required claim is established about the serving process of every
+    server, else 3 (a claim established only for a log's launch does not count)."""
     return report_refused(claim for a in assessments for claim in refused_claims(a, required))
 
 
 def print_report(assessment: Assessment, *, json_out: bool, target: str | None = None) -> None:
-    """One server: the five decisions, why, what would move them, the laws, provenance."""
+    """One server: every decision, why, what would move them, the laws, provenance."""
     if json_out:
         from vllm_evidence.output.assessment import assessment_document, server_document
 
@@ -77,7 +81,13 @@ def print_report(assessment: Assessment, *, json_out: bool, target: str | None =
             else server_document(target, assessment)
         )
         return
-    from vllm_evidence.output.report import observation_lines, render_report, report_rows, title
+    from vllm_evidence.output.report import (
+        observation_lines,
+        render_report,
+        report_rows,
+        subject_line,
+        title,
+    )
 
     if not styled():
         sys.stdout.write(render_report(assessment, target=target))
@@ -87,6 +97,7 @@ def print_report(assessment: Assessment, *, json_out: bool, target: str | None =
 
     console = Console(highlight=False)
     console.print(f"[bold]{escape(scrub(title(assessment, target)))}[/bold]")
+    console.print(f"  [dim]{escape(scrub(subject_line(assessment)))}[/dim]")
     for row in report_rows(assessment):
         colour = _COLOURS.get(row.verdict, "white")
         console.print(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,8 @@ EPILOG = """\
 examples:
   vllm-evidence demo
   vllm-evidence demo --json
-  vllm-evidence demo --require parallel capacity      (exits 0)
+  vllm-evidence demo --require parallel capacity      (exits 0: the log is joined)
+  vllm-evidence demo --no-receipt --require parallel  (exits 3: a log alone is its launch's)
   vllm-evidence demo --require served_identity        (exits 3: the served id is an alias)
   vllm-evidence demo --scenario tp2-apikey            (TP=2, --api-key, no development mode)
 
@@ -32,8 +34,11 @@ scenarios (all recorded from a real vLLM 0.32.0 CPU server):
   tp2-devmode   TP=2, development mode
   tp2-apikey    TP=2, --api-key (/v1/models answers 401 to the probe), no development mode
 
-The demo serves a real vLLM 0.32.0 capture on 127.0.0.1 (a free port), probes it
-exactly as a live server (GET only), reads its recorded startup log, and reports.
+The demo serves a real vLLM 0.32.0 capture on 127.0.0.1 (on the port its log names,
+else a free one), probes it exactly as a live server (GET only), reads its recorded
+startup log with the launch receipt of that launch, and reports: the log is joined to the
+replayed front door as `vllm-evidence launch` + `probe --receipt` join it to a live one.
+--no-receipt shows the same probe with the log alone (log facts then stay the launch's).
 Nothing leaves the machine.
 """
 
@@ -57,12 +62,26 @@ def register(subparsers: Any) -> None:
         help="which recorded server to replay (default: tp1-devmode)",
     )
     parser.add_argument("--no-startup-log", action="store_true", help="probe the front door alone")
+    parser.add_argument(
+        "--no-receipt",
+        action="store_true",
+        help="give the startup log without its launch receipt (not joined to the server)",
+    )
     add_report_arguments(parser)
     parser.set_defaults(handler=run)
 
 
+def _port(log_path: Path) -> int:
+    """The ``'port': N`` of the recorded launch's non-default args (0: none)."""
+    import re
+
+    found = re.search(rb"'port': ([0-9]+)", log_path.read_bytes())
+    return int(found.group(1)) if found else 0
+
+
 def run(args: argparse.Namespace) -> int:
-    """Serve the scenario, probe it, assess with its log, print."""
+    """Serve the scenario, probe it, assess with its log and receipt, print."""
+    from vllm_evidence.adapters.receipt import read_launch_receipt
     from vllm_evidence.adapters.startup_log import LogReadFailure, read_startup_log
     from vllm_evidence.assessment import assess
     from vllm_evidence.capture.http import probe_sync
@@ -73,14 +92,24 @@ def run(args: argparse.Namespace) -> int:
     with resources.as_file(data) as directory:
         if not Path(directory).is_dir():  # pragma: no cover - a broken installation
             return fail(PROG, f"demo data missing from the installation: {directory}")
-        with serve_capture(directory) as door:
+        log_path = Path(directory) / "startup.log"
+        witnessed = not args.no_startup_log and not args.no_receipt
+        port = _port(log_path) if witnessed else 0
+        with contextlib.ExitStack() as stack:
+            try:
+                door = stack.enter_context(serve_capture(directory, port=port))
+            except OSError:  # the log's port is taken here: a free one (the join refuses)
+                door = stack.enter_context(serve_capture(directory))
             batch = probe_sync(door.url)
         log = None
+        receipt = (
+            read_launch_receipt(Path(directory) / "launch-receipt.json") if witnessed else None
+        )
         if not args.no_startup_log:
-            read = read_startup_log(Path(directory) / "startup.log")
+            read = read_startup_log(log_path)
             if isinstance(read, LogReadFailure):  # pragma: no cover - shipped data
                 return fail(PROG, read.describe())
             log = read
-    assessment = assess(readback_from_batch(batch), log)
+    assessment = assess(readback_from_batch(batch), log, receipt=receipt)
     print_report(assessment, json_out=args.json, target=f"demo:{args.scenario}")
     return check_requirements([assessment], args.require)

@@ -31,7 +31,8 @@ PROG = "vllm-evidence probe"
 EPILOG = """\
 examples:
   vllm-evidence probe http://127.0.0.1:8000
-  vllm-evidence probe http://127.0.0.1:8000 --startup-log vllm.log --require parallel capacity
+  vllm-evidence probe http://127.0.0.1:8000 --startup-log vllm.log --receipt vllm.receipt \
+      --require parallel capacity health_coverage
   VLLM_KEY=... vllm-evidence probe https://gpu-7:8000 --api-key-env VLLM_KEY --save capture/
   SIGN=... vllm-evidence probe http://a:8000 --save capture/ --sign-key-env SIGN
   vllm-evidence probe http://a:8000 http://b:8000 http://c:8000 --json
@@ -48,7 +49,10 @@ Only GET requests are sent, only to /version, /v1/models, /metrics, /health and 
 --no-development-routes) /server_info and /get_world_size.  The API key is sent as a
 bearer header and never printed or saved.
 exit status: 0 assessed (whatever the verdicts), 2 bad usage or unreadable input,
-3 a --require'd claim is not established.
+3 a --require'd claim is not established for the serving process (also when nothing
+answered the probe).  A startup log counts for the server only with the launch receipt
+`vllm-evidence launch` wrote for it (--receipt), whose start time the probe then reads
+on /metrics; without it the log's facts stay claims about its launch.
 """
 
 
@@ -74,6 +78,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--startup-log", metavar="FILE", help="the server's startup log")
     parser.add_argument(
         "--launch", type=int, metavar="N", help="which launch of the log (default: the last)"
+    )
+    parser.add_argument(
+        "--receipt",
+        metavar="FILE",
+        help="the launch receipt `vllm-evidence launch` wrote for the log (joins the log "
+        "to the server when its start time is the one /metrics shows)",
     )
     key = parser.add_mutually_exclusive_group()
     key.add_argument("--api-key-env", metavar="VAR", help="read the API key from $VAR")
@@ -145,11 +155,11 @@ def _api_key(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _read_log(path: str) -> StartupLog:
+def _read_log(path: str, first_bytes: int | None = None) -> StartupLog:
     from vllm_evidence.adapters.startup_log import LogReadFailure, read_startup_log
     from vllm_evidence.errors import InputError
 
-    log = read_startup_log(path)
+    log = read_startup_log(path, first_bytes=first_bytes)
     if isinstance(log, LogReadFailure):
         raise InputError(log.describe())
     return log
@@ -401,6 +411,7 @@ def run(args: argparse.Namespace) -> int:
     """Probe every URL, assess, print, and gate on ``--require``."""
     import asyncio
 
+    from vllm_evidence.adapters.receipt import read_launch_receipt
     from vllm_evidence.assessment import assess
     from vllm_evidence.errors import InputError
     from vllm_evidence.readback import readback_from_batch
@@ -417,6 +428,8 @@ def run(args: argparse.Namespace) -> int:
         return fail(PROG, "the following arguments are required: URL (or --targets FILE)")
     if args.startup_log and len(urls) > 1:
         return fail(PROG, "--startup-log goes with one URL: a log describes one server")
+    if args.receipt and not args.startup_log:
+        return fail(PROG, "--receipt goes with --startup-log: a receipt witnesses a log")
     from vllm_evidence._scrub import remember
 
     try:
@@ -425,7 +438,14 @@ def run(args: argparse.Namespace) -> int:
         sign_key = _sign_key(args)
         if len(urls) > 1:
             return _fleet(urls, args, key, sign_key)
-        log = _read_log(args.startup_log) if args.startup_log else None
+        # The receipt first, then the log up to the receipt's length: the log keeps
+        # growing after the receipt is written, and the receipt digests only its prefix.
+        receipt = read_launch_receipt(args.receipt) if args.receipt else None
+        log = (
+            _read_log(args.startup_log, None if receipt is None else receipt.log_bytes)
+            if args.startup_log
+            else None
+        )
         from vllm_evidence.capture.http import clean_target
 
         target = clean_target(urls[0])
@@ -434,10 +454,11 @@ def run(args: argparse.Namespace) -> int:
         return fail(PROG, _scrub(str(exc), args))
     failure = _unreachable(batch)
     if failure is not None:
-        return fail(PROG, _scrub(failure, args))
+        # Nothing answered: no claim about a serving process is established.
+        return fail(PROG, _scrub(failure, args), 3 if args.require else 2)
     save_failure = _save(batch, Path(args.save), args, sign_key) if args.save else None
     try:
-        assessment = assess(readback_from_batch(batch), log, launch=args.launch)
+        assessment = assess(readback_from_batch(batch), log, launch=args.launch, receipt=receipt)
     except InputError as exc:
         return fail(PROG, str(exc))
     print_report(assessment, json_out=args.json, target=target)

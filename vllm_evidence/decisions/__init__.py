@@ -4,7 +4,9 @@ Each decision takes one server's :class:`~vllm_evidence.decisions._sources.Evide
 and returns a closed union of sealed types — an established arm and refusal arms
 named after the earliest missing piece of evidence — each carrying the law it used.
 Use :func:`vllm_evidence.assess` to run them all; match on the class first, then on
-the ``reason`` enum, and end with ``assert_never``.
+the ``reason`` enum, and end with ``assert_never``.  Every arm carries its ``subject``:
+:attr:`Subject.SERVING` (the process behind a front door) or :attr:`Subject.LAUNCH`
+(the launch a log alone records).
 """
 
 from __future__ import annotations
@@ -42,6 +44,13 @@ from vllm_evidence.decisions.join import (
     JoinUnestablished,
     decide_front_door_join,
 )
+from vllm_evidence.decisions.log_join import (
+    LogJoinDecision,
+    LogJoined,
+    LogJoinReason,
+    LogJoinRefused,
+    decide_log_join,
+)
 from vllm_evidence.decisions.parallel import (
     ParallelDecision,
     ParallelEstablished,
@@ -51,7 +60,7 @@ from vllm_evidence.decisions.parallel import (
     ResolvedParallel,
     decide_parallel,
 )
-from vllm_evidence.readback.evidence import Evidence, Source, SourceKind
+from vllm_evidence.readback.evidence import Evidence, Source, SourceKind, Subject
 
 __all__ = [
     "CapacityDecision",
@@ -71,6 +80,10 @@ __all__ = [
     "JoinReason",
     "JoinUnestablished",
     "JoinedIncarnation",
+    "LogJoinDecision",
+    "LogJoinReason",
+    "LogJoinRefused",
+    "LogJoined",
     "ParallelDecision",
     "ParallelEstablished",
     "ParallelReason",
@@ -83,9 +96,11 @@ __all__ = [
     "ServedName",
     "Source",
     "SourceKind",
+    "Subject",
     "decide_capacity",
     "decide_front_door_join",
     "decide_health_coverage",
+    "decide_log_join",
     "decide_parallel",
     "decide_served_identity",
     "derivation",

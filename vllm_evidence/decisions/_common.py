@@ -8,9 +8,18 @@ from collections.abc import Iterable
 from packaging.version import Version
 
 from vllm_evidence._seal import brief
+from vllm_evidence.readback.evidence import Evidence
 from vllm_evidence.upstream import ReleaseLaws, VersionNotEstablished, laws_for
 
-__all__ = ["RESTARTED", "RESTARTED_REMEDY", "rank_ranges", "refusal_summary", "scope"]
+__all__ = [
+    "RESTARTED",
+    "RESTARTED_REMEDY",
+    "ServingGate",
+    "rank_ranges",
+    "refusal_summary",
+    "scope",
+    "serving_gate",
+]
 
 #: The detail of a front-door fact that cannot be scoped because the server restarted.
 RESTARTED = (
@@ -18,6 +27,32 @@ RESTARTED = (
     "/version and the other routes may come from different processes"
 )
 RESTARTED_REMEDY = "probe again once the server is up"
+
+
+ServingGate = tuple[str, str, str]
+"""``(reason value, detail, remedy)``: why a front door establishes no serving claim."""
+
+
+def serving_gate(evidence: Evidence) -> ServingGate | None:
+    """Why the front door establishes no claim about the serving process, earliest first:
+    no request answered, no route answered with something readable, or the server
+    restarted during the batch; ``None`` when it may (and when there is no front door:
+    then every claim is about the log's launch)."""
+    if evidence.front_door is None:
+        return None
+    why = evidence.front_door_unreachable()
+    if why is not None:
+        return (
+            "front_door_unreachable",
+            why,
+            "probe the address the server listens on, once it is up",
+        )
+    why = evidence.front_door_not_answering()
+    if why is not None:
+        return ("front_door_not_answering", why, "probe again once the server answers")
+    if evidence.front_door_restarted():
+        return ("front_door_restarted", RESTARTED, RESTARTED_REMEDY)
+    return None
 
 
 def scope(version: Version | None) -> ReleaseLaws | VersionNotEstablished | None:

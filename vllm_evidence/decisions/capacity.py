@@ -13,6 +13,11 @@ The sources and their authority depend on the release (see the capacity laws):
   are summed over DP engines and the block size is a minimum over groups.
 
 When the log and the label disagree the decision says so and picks neither.
+
+With a front door the subject is the serving process: nothing is established from a
+front door that was not reached, answered only errors or restarted mid-batch, and the
+log's figures count only when the log-join decision joined the log to that front door
+(else ``log_not_joined``).  A log alone establishes the capacity of its *launch*.
 """
 
 from __future__ import annotations
@@ -34,11 +39,14 @@ from vllm_evidence.decisions._common import (
     RESTARTED_REMEDY,
     refusal_summary,
     scope,
+    serving_gate,
 )
+from vllm_evidence.decisions.log_join import log_not_joined
 from vllm_evidence.measure import BlockCount, Concurrency, MeasureParseFailure, TokenCount
 from vllm_evidence.readback.evidence import (
     Evidence,
     Source,
+    Subject,
     arm_name,
     log_source,
     parsed,
@@ -66,6 +74,9 @@ class CapacityReason(enum.Enum):
     """Why capacity is established, only reported, or refused (earliest first)."""
 
     ESTABLISHED = "established"
+    FRONT_DOOR_UNREACHABLE = "front_door_unreachable"
+    FRONT_DOOR_NOT_ANSWERING = "front_door_not_answering"
+    LOG_NOT_JOINED = "log_not_joined"
     CAPACITY_UNOBSERVED = "capacity_unobserved"
     METRICS_UNPARSED = "metrics_unparsed"
     FRONT_DOOR_RESTARTED = "front_door_restarted"
@@ -111,6 +122,7 @@ class CapacityEstablished(Sealed):
 
     __public_constructor__ = "vllm_evidence.decisions.decide_capacity()"
 
+    subject: Subject
     engines: tuple[EngineCapacity, ...]
     laws: tuple[CapacityLaw, ...]
     corroborated_by: tuple[EngineCapacity, ...]
@@ -139,6 +151,7 @@ class CapacityReported(Sealed):
 
     __public_constructor__ = "vllm_evidence.decisions.decide_capacity()"
 
+    subject: Subject
     reason: CapacityReason
     detail: str
     remedy: str
@@ -156,6 +169,7 @@ class CapacityRefused(Sealed):
 
     __public_constructor__ = "vllm_evidence.decisions.decide_capacity()"
 
+    subject: Subject
     reason: CapacityReason
     detail: str
     remedy: str
@@ -343,7 +357,39 @@ def _law(version: Version | None, source: CapacitySource) -> CapacityLaw | LawNo
 
 
 def decide_capacity(evidence: Evidence) -> CapacityDecision:
-    """Each DP engine's KV-cache token capacity, by the release's capacity laws."""
+    """Each DP engine's KV-cache token capacity, by the release's capacity laws: of the
+    serving process with a front door, of the log's launch without one."""
+    gate = serving_gate(evidence)
+    if gate is not None:
+        reason, detail, remedy = gate
+        return _refusal(evidence, CapacityReason(reason), detail, remedy)
+    unjoined = log_not_joined(evidence)
+    if unjoined is None:
+        return _decide(evidence)
+    alone = _decide(evidence.without_log())
+    if isinstance(alone, CapacityEstablished):
+        return alone
+    full = _decide(evidence)
+    if type(full) is type(alone) and full.reason is alone.reason:
+        return alone
+    return _refusal(
+        evidence,
+        CapacityReason.LOG_NOT_JOINED,
+        f"the startup log is not joined to this front door ({unjoined.reason.value}: "
+        f"{unjoined.detail}); the front door alone: {alone.detail}",
+        unjoined.remedy,
+    )
+
+
+def _refusal(
+    evidence: Evidence, reason: CapacityReason, detail: str, remedy: str
+) -> CapacityRefused:
+    return _mint_refused(
+        subject=evidence.subject, reason=reason, detail=detail, remedy=remedy, engines=(), laws=()
+    )
+
+
+def _decide(evidence: Evidence) -> CapacityDecision:
     metrics = parsed(evidence.front_door.metrics) if evidence.front_door is not None else None
     launch = evidence.launch
     problems: list[tuple[CapacityReason, str]] = []
@@ -413,6 +459,7 @@ def decide_capacity(evidence: Evidence) -> CapacityDecision:
         contradiction = _figures_conflict(evidence, own)
         if contradiction is not None:
             return _mint_refused(
+                subject=evidence.subject,
                 reason=CapacityReason.FIGURES_CONFLICT,
                 detail=contradiction,
                 remedy=(
@@ -431,6 +478,7 @@ def decide_capacity(evidence: Evidence) -> CapacityDecision:
         missing = _missing_engines(evidence, primary, engines)
         if missing:
             return _mint_refused(
+                subject=evidence.subject,
                 reason=CapacityReason.ENGINES_MISSING,
                 detail=(
                     f"the same source resolves {len(missing) + len(engines)} DP engines, but "
@@ -451,6 +499,7 @@ def decide_capacity(evidence: Evidence) -> CapacityDecision:
                     f"engine {e.engine}: {e.tokens} at {e.source}" for e in (*engines, *others)
                 )
                 return _mint_refused(
+                    subject=evidence.subject,
                     reason=CapacityReason.SOURCES_DISAGREE,
                     detail=f"the authoritative sources disagree: {shown}",
                     remedy="check that the startup log belongs to this server",
@@ -458,9 +507,14 @@ def decide_capacity(evidence: Evidence) -> CapacityDecision:
                     laws=(primary_law, other_law),
                 )
             return _mint_established(
-                engines=engines, laws=(primary_law, other_law), corroborated_by=others
+                subject=evidence.subject,
+                engines=engines,
+                laws=(primary_law, other_law),
+                corroborated_by=others,
             )
-        return _mint_established(engines=engines, laws=(primary_law,), corroborated_by=())
+        return _mint_established(
+            subject=evidence.subject, engines=engines, laws=(primary_law,), corroborated_by=()
+        )
     if log_law is not None and log_law.authority in {
         CapacityAuthority.NOT_GROUP_AWARE,
         CapacityAuthority.PER_WORKER_BEFORE_REDUCTION,
@@ -474,6 +528,7 @@ def decide_capacity(evidence: Evidence) -> CapacityDecision:
         )
         figures = ", ".join(f"engine {e.engine}: {e.tokens}" for e in engines)
         return _mint_reported(
+            subject=evidence.subject,
             reason=reason,
             detail=(
                 f"{figures}, as the log prints it; in this release the figure is not "
@@ -511,7 +566,9 @@ def decide_capacity(evidence: Evidence) -> CapacityDecision:
                     )
                     for b in blocks[:1]
                 )
-                return _mint_established(engines=engines, laws=(law,), corroborated_by=())
+                return _mint_established(
+                    subject=evidence.subject, engines=engines, laws=(law,), corroborated_by=()
+                )
     if product:
         law = judge(product, fd_version, CapacitySource.LABEL_BLOCKS_TIMES_BLOCK_SIZE)
         if law is not None and law.authority is CapacityAuthority.AUTHORITATIVE:
@@ -526,7 +583,9 @@ def decide_capacity(evidence: Evidence) -> CapacityDecision:
                 )
                 for engine, b, s in product[:1]
             )
-            return _mint_established(engines=engines, laws=(law,), corroborated_by=())
+            return _mint_established(
+                subject=evidence.subject, engines=engines, laws=(law,), corroborated_by=()
+            )
         if law is not None:
             _, b, s = product[0]
             problems.append(
@@ -540,6 +599,7 @@ def decide_capacity(evidence: Evidence) -> CapacityDecision:
             )
     if not problems:
         return _mint_refused(
+            subject=evidence.subject,
             reason=CapacityReason.CAPACITY_UNOBSERVED,
             detail="no capacity line in the log and no kv_cache_size_tokens label",
             remedy="give the launch's startup log, or probe /metrics of a ≥0.27 server",
@@ -562,6 +622,7 @@ def decide_capacity(evidence: Evidence) -> CapacityDecision:
         ),
     }
     return _mint_refused(
+        subject=evidence.subject,
         reason=reason,
         detail=detail,
         remedy=remedies[reason],

@@ -6,6 +6,12 @@ release and on the executor backend (``mp`` watches worker processes, the legacy
 decision needs, in order: a version to scope the laws, the executor backend, and a law
 for that backend in that release.  An unobserved backend is an earlier refusal than a
 backend observed but without a law.
+
+With a front door the subject is the serving process: a front door that was not
+reached, answered only errors or restarted mid-batch establishes nothing, a ``/health``
+that did not answer 200 covers nothing (``health_not_ok``), and a backend read from the
+log counts only when the log-join decision joined the log to that front door (else
+``log_not_joined``).  A log alone establishes what a 200 would cover for its *launch*.
 """
 
 from __future__ import annotations
@@ -17,8 +23,15 @@ import attrs
 
 from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.adapters.health import HealthAnswer
-from vllm_evidence.decisions._common import RESTARTED, RESTARTED_REMEDY, refusal_summary, scope
-from vllm_evidence.readback.evidence import Evidence, Source, log_source, parsed
+from vllm_evidence.decisions._common import (
+    RESTARTED,
+    RESTARTED_REMEDY,
+    refusal_summary,
+    scope,
+    serving_gate,
+)
+from vllm_evidence.decisions.log_join import log_not_joined
+from vllm_evidence.readback.evidence import Evidence, Source, Subject, arm_name, log_source, parsed
 from vllm_evidence.upstream import (
     ExecutorBackend,
     HealthCoverage,
@@ -39,14 +52,20 @@ class HealthReason(enum.Enum):
     """Why what ``/health`` covers is, or is not, established."""
 
     ESTABLISHED = "established"
+    FRONT_DOOR_UNREACHABLE = "front_door_unreachable"
+    FRONT_DOOR_NOT_ANSWERING = "front_door_not_answering"
+    FRONT_DOOR_RESTARTED = "front_door_restarted"
+    LOG_NOT_JOINED = "log_not_joined"
     BACKEND_UNOBSERVED = "backend_unobserved"
     BACKEND_CONFLICT = "backend_conflict"
-    FRONT_DOOR_RESTARTED = "front_door_restarted"
     SOURCES_CONFLICT = "sources_conflict"
     VERSION_UNOBSERVED = "version_unobserved"
     VERSION_NOT_ESTABLISHED = "version_not_established"
     BACKEND_UNKNOWN = "backend_unknown"
     LAW_NOT_ESTABLISHED = "law_not_established"
+    HEALTH_NOT_OK = "health_not_ok"
+    """Coverage would be established, but ``/health`` did not answer 200: for the serving
+    process there is no 200 to cover."""
 
 
 @final
@@ -56,12 +75,13 @@ class HealthCoverageEstablished(Sealed):
 
     __public_constructor__ = "vllm_evidence.decisions.decide_health_coverage()"
 
+    subject: Subject
     backend: ExecutorBackend
     coverage: HealthCoverage
     backend_source: Source
     health_status: int | None
-    """The status ``/health`` answered, when the backend was read from the same front
-    door (a log's backend is never paired with a front door's answer)."""
+    """The status ``/health`` answered (always 200 for the serving process); ``None``
+    for a launch (a log alone has no ``/health``)."""
     law: HealthLaw
 
     @property
@@ -86,6 +106,7 @@ class HealthCoverageRefused(Sealed):
 
     __public_constructor__ = "vllm_evidence.decisions.decide_health_coverage()"
 
+    subject: Subject
     reason: HealthReason
     detail: str
     remedy: str
@@ -128,7 +149,77 @@ def _observed_backends(evidence: Evidence) -> list[tuple[str, Source, str]]:
 
 
 def decide_health_coverage(evidence: Evidence) -> HealthCoverageDecision:
-    """What a 200 from ``/health`` covers for this server, by release and backend."""
+    """What a 200 from ``/health`` covers, by release and backend: for the serving
+    process (which must have answered 200) with a front door, for the log's launch
+    without one."""
+    gate = serving_gate(evidence)
+    if gate is not None:
+        reason, detail, remedy = gate
+        return _refusal(evidence, HealthReason(reason), detail, remedy)
+    unjoined = log_not_joined(evidence)
+    if unjoined is None:
+        return _answered(evidence, _decide(evidence))
+    alone = _decide(evidence.without_log())
+    if isinstance(alone, HealthCoverageEstablished):
+        return _answered(evidence, alone)
+    full = _answered(evidence, _decide(evidence))
+    if type(full) is type(alone) and full.reason is alone.reason:
+        return alone
+    return _refusal(
+        evidence,
+        HealthReason.LOG_NOT_JOINED,
+        f"the startup log is not joined to this front door ({unjoined.reason.value}: "
+        f"{unjoined.detail}); the front door alone: {alone.detail}",
+        unjoined.remedy,
+        status=alone.health_status,
+    )
+
+
+def _answered(evidence: Evidence, decision: HealthCoverageDecision) -> HealthCoverageDecision:
+    """An established coverage, refused for the serving process unless ``/health``
+    answered 200 (there is no 200 to cover otherwise)."""
+    door = evidence.front_door
+    if door is None or not isinstance(decision, HealthCoverageEstablished):
+        return decision
+    answer = parsed(door.health)
+    if answer is not None and answer.healthy:
+        return decision
+    shown = arm_name(door.health) if answer is None else f"status {answer.status}"
+    return _mint_refused(
+        subject=evidence.subject,
+        reason=HealthReason.HEALTH_NOT_OK,
+        detail=(
+            f"/health did not answer 200 ({shown}): {decision.detail}, but there is no 200 to cover"
+        ),
+        remedy="probe again once /health answers 200",
+        backend=decision.backend.value,
+        backend_source=decision.backend_source,
+        health_status=None if answer is None else answer.status,
+        law=decision.law,
+    )
+
+
+def _refusal(
+    evidence: Evidence,
+    reason: HealthReason,
+    detail: str,
+    remedy: str,
+    *,
+    status: int | None = None,
+) -> HealthCoverageRefused:
+    return _mint_refused(
+        subject=evidence.subject,
+        reason=reason,
+        detail=detail,
+        remedy=remedy,
+        backend=None,
+        backend_source=None,
+        health_status=status,
+        law=None,
+    )
+
+
+def _decide(evidence: Evidence) -> HealthCoverageDecision:
     status: int | None = None
     if evidence.front_door is not None:
         answer: HealthAnswer | None = parsed(evidence.front_door.health)
@@ -144,6 +235,7 @@ def decide_health_coverage(evidence: Evidence) -> HealthCoverageDecision:
         law: HealthLaw | LawNotEstablished | None = None,
     ) -> HealthCoverageRefused:
         return _mint_refused(
+            subject=evidence.subject,
             reason=reason,
             detail=detail,
             remedy=remedy,
@@ -169,8 +261,6 @@ def decide_health_coverage(evidence: Evidence) -> HealthCoverageDecision:
             "check that the startup log belongs to this server",
         )
     name, source, origin = observed[0]
-    if origin == "startup_log":
-        status = None  # /health answered the front door; the backend is the log's
     if origin == "front_door" and evidence.front_door_restarted():
         return refuse(HealthReason.FRONT_DOOR_RESTARTED, RESTARTED, RESTARTED_REMEDY, name, source)
     conflict = evidence.sources_conflict() if origin == "startup_log" else None
@@ -208,5 +298,10 @@ def decide_health_coverage(evidence: Evidence) -> HealthCoverageDecision:
     if not isinstance(law, HealthLaw):
         return refuse(HealthReason.LAW_NOT_ESTABLISHED, law.statement, "none", name, source, law)
     return _mint_established(
-        backend=backend, coverage=law.coverage, backend_source=source, health_status=status, law=law
+        subject=evidence.subject,
+        backend=backend,
+        coverage=law.coverage,
+        backend_source=source,
+        health_status=status,
+        law=law,
     )

@@ -10,6 +10,11 @@ never "contradict": an alias is simply not evidence.
 
 Even a derivable id establishes only the *configured path*: intent, not the bytes
 that were loaded.
+
+With a front door the subject is the serving process (nothing is established from a
+front door that was not reached, answered only errors or restarted mid-batch; the log's
+names count only when the log is joined to it, else ``log_not_joined``); a log alone
+establishes what its *launch* served.
 """
 
 from __future__ import annotations
@@ -20,8 +25,22 @@ from typing import TypeAlias, final
 import attrs
 
 from vllm_evidence._seal import Sealed, minter
-from vllm_evidence.decisions._common import RESTARTED, RESTARTED_REMEDY, refusal_summary, scope
-from vllm_evidence.readback.evidence import Evidence, Source, arm_name, log_source, route_source
+from vllm_evidence.decisions._common import (
+    RESTARTED,
+    RESTARTED_REMEDY,
+    refusal_summary,
+    scope,
+    serving_gate,
+)
+from vllm_evidence.decisions.log_join import log_not_joined
+from vllm_evidence.readback.evidence import (
+    Evidence,
+    Source,
+    Subject,
+    arm_name,
+    log_source,
+    route_source,
+)
 from vllm_evidence.upstream import LawNotEstablished, ModelCardLaw, ReleaseLaws
 
 __all__ = [
@@ -47,6 +66,9 @@ class IdentityReason(enum.Enum):
     """Why the served ids do, or do not, identify the configured artifact."""
 
     ESTABLISHED = "established"
+    FRONT_DOOR_UNREACHABLE = "front_door_unreachable"
+    FRONT_DOOR_NOT_ANSWERING = "front_door_not_answering"
+    LOG_NOT_JOINED = "log_not_joined"
     MODELS_UNOBSERVED = "models_unobserved"
     FRONT_DOOR_RESTARTED = "front_door_restarted"
     SOURCES_CONFLICT = "sources_conflict"
@@ -86,6 +108,7 @@ class ServedIdentityEstablished(Sealed):
 
     __public_constructor__ = "vllm_evidence.decisions.decide_served_identity()"
 
+    subject: Subject
     names: tuple[ServedName, ...]
     configured_path: str
     source: Source
@@ -116,6 +139,7 @@ class ServedIdentityRefused(Sealed):
 
     __public_constructor__ = "vllm_evidence.decisions.decide_served_identity()"
 
+    subject: Subject
     reason: IdentityReason
     detail: str
     remedy: str
@@ -172,7 +196,46 @@ def _observed(evidence: Evidence) -> tuple[list[tuple[str, str | None]], Source,
 
 
 def decide_served_identity(evidence: Evidence) -> ServedIdentityDecision:
-    """Whether the served ids identify the configured artifact (never the bytes)."""
+    """Whether the served ids identify the configured artifact (never the bytes): of the
+    serving process with a front door, of the log's launch without one."""
+    gate = serving_gate(evidence)
+    if gate is not None:
+        reason, detail, remedy = gate
+        return _refusal(evidence, IdentityReason(reason), detail, remedy)
+    unjoined = log_not_joined(evidence)
+    if unjoined is None:
+        return _decide(evidence)
+    alone = _decide(evidence.without_log())
+    if isinstance(alone, ServedIdentityEstablished):
+        return alone
+    full = _decide(evidence)
+    if type(full) is type(alone) and full.reason is alone.reason:
+        return alone
+    return _refusal(
+        evidence,
+        IdentityReason.LOG_NOT_JOINED,
+        f"the startup log is not joined to this front door ({unjoined.reason.value}: "
+        f"{unjoined.detail}); the front door alone: {alone.detail}",
+        unjoined.remedy,
+    )
+
+
+def _refusal(
+    evidence: Evidence, reason: IdentityReason, detail: str, remedy: str
+) -> ServedIdentityRefused:
+    return _mint_refused(
+        subject=evidence.subject,
+        reason=reason,
+        detail=detail,
+        remedy=remedy,
+        names=(),
+        configured_path=None,
+        source=None,
+        law=None,
+    )
+
+
+def _decide(evidence: Evidence) -> ServedIdentityDecision:
     observed = _observed(evidence)
     if isinstance(observed, str):
         remedy = (
@@ -181,6 +244,7 @@ def decide_served_identity(evidence: Evidence) -> ServedIdentityDecision:
             else "probe /v1/models, or give the launch's startup log"
         )
         return _mint_refused(
+            subject=evidence.subject,
             reason=IdentityReason.MODELS_UNOBSERVED,
             detail=observed,
             remedy=remedy,
@@ -209,6 +273,7 @@ def decide_served_identity(evidence: Evidence) -> ServedIdentityDecision:
         law: ModelCardLaw | LawNotEstablished | None,
     ) -> ServedIdentityRefused:
         return _mint_refused(
+            subject=evidence.subject,
             reason=reason,
             detail=detail,
             remedy=remedy,
@@ -259,7 +324,9 @@ def decide_served_identity(evidence: Evidence) -> ServedIdentityDecision:
             "weights out of band",
             law,
         )
-    return _mint_established(names=names, configured_path=configured, source=source, law=law)
+    return _mint_established(
+        subject=evidence.subject, names=names, configured_path=configured, source=source, law=law
+    )
 
 
 def _names_summary(names: tuple[ServedName, ...]) -> str:

@@ -19,7 +19,7 @@ import attrs
 from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.adapters.outcome import Parsed
 from vllm_evidence.decisions._common import refusal_summary, scope
-from vllm_evidence.readback.evidence import Evidence
+from vllm_evidence.readback.evidence import Evidence, Subject
 from vllm_evidence.upstream import IncarnationMarkerLaw, LawNotEstablished, ReleaseLaws
 
 __all__ = ["FrontDoorJoinDecision", "JoinReason", "JoinUnestablished", "JoinedIncarnation"]
@@ -49,6 +49,7 @@ class JoinedIncarnation(Sealed):
 
     __public_constructor__ = "vllm_evidence.decisions.decide_front_door_join()"
 
+    subject: Subject
     process_start_seconds: Decimal
     law: IncarnationMarkerLaw | LawNotEstablished | None
     """What the marker marks in this release (the API-server process, not the engine)."""
@@ -76,6 +77,7 @@ class JoinUnestablished(Sealed):
 
     __public_constructor__ = "vllm_evidence.decisions.decide_front_door_join()"
 
+    subject: Subject
     reason: JoinReason
     detail: str
     remedy: str
@@ -110,6 +112,7 @@ def decide_front_door_join(evidence: Evidence) -> FrontDoorJoinDecision:
     front_door = evidence.front_door
     if front_door is None:
         return _mint_unjoined(
+            subject=evidence.subject,
             reason=JoinReason.NO_FRONT_DOOR,
             detail="no front-door readback was given",
             remedy=_REMEDIES[JoinReason.NO_FRONT_DOOR],
@@ -123,6 +126,7 @@ def decide_front_door_join(evidence: Evidence) -> FrontDoorJoinDecision:
             JoinReason.CALLER_ASSEMBLED,
             "bodies supplied by a caller were not read in one bracketed batch",
             law,
+            evidence.subject,
         )
     opening, closing = bracket.opening, bracket.closing
     if not isinstance(opening, Parsed):
@@ -130,12 +134,14 @@ def decide_front_door_join(evidence: Evidence) -> FrontDoorJoinDecision:
             JoinReason.BRACKET_READ_FAILED,
             f"opening /metrics read: {type(opening).__name__}",
             law,
+            evidence.subject,
         )
     if not isinstance(closing, Parsed):
         return _unjoined(
             JoinReason.BRACKET_READ_FAILED,
             f"closing /metrics read: {type(closing).__name__}",
             law,
+            evidence.subject,
         )
     first = opening.observation.process_start_time
     last = closing.observation.process_start_time
@@ -145,17 +151,24 @@ def decide_front_door_join(evidence: Evidence) -> FrontDoorJoinDecision:
             JoinReason.MARKER_ABSENT,
             f"process_start_time_seconds absent from the {side} /metrics read",
             law,
+            evidence.subject,
         )
     if first.seconds != last.seconds:
         return _unjoined(
             JoinReason.MARKER_CHANGED,
             f"process_start_time_seconds {first.seconds} then {last.seconds}",
             law,
+            evidence.subject,
         )
-    return _mint_joined(process_start_seconds=first.seconds, law=law)
+    return _mint_joined(subject=evidence.subject, process_start_seconds=first.seconds, law=law)
 
 
 def _unjoined(
-    reason: JoinReason, detail: str, law: IncarnationMarkerLaw | LawNotEstablished | None
+    reason: JoinReason,
+    detail: str,
+    law: IncarnationMarkerLaw | LawNotEstablished | None,
+    subject: Subject,
 ) -> JoinUnestablished:
-    return _mint_unjoined(reason=reason, detail=detail, remedy=_REMEDIES[reason], law=law)
+    return _mint_unjoined(
+        subject=subject, reason=reason, detail=detail, remedy=_REMEDIES[reason], law=law
+    )

@@ -10,9 +10,10 @@ Two stages, each needing its own evidence:
    configuration (ranks ``0 .. TP×PP×PCP - 1`` per DP engine), never given by a caller,
    and every one of those ranks must appear in a worker line of the *same* launch.
 
-A configuration read over HTTP and ranks read from a log are two sources with no
-established join (nothing over HTTP names the process that wrote the log), so that
-pairing is refused rather than trusted.
+With a front door the subject is the serving process: a front door that was not
+reached, answered only errors or restarted mid-batch establishes nothing, and the log's
+ranks count only when the log-join decision joined the log to that front door (else
+``log_not_joined``).  A log alone establishes the layout of its *launch*.
 """
 
 from __future__ import annotations
@@ -31,8 +32,10 @@ from vllm_evidence.decisions._common import (
     rank_ranges,
     refusal_summary,
     scope,
+    serving_gate,
 )
-from vllm_evidence.readback.evidence import Evidence, Source, log_source, parsed
+from vllm_evidence.decisions.log_join import log_not_joined
+from vllm_evidence.readback.evidence import Evidence, Source, Subject, log_source, parsed
 from vllm_evidence.upstream import (
     Law,
     LawNotEstablished,
@@ -55,8 +58,11 @@ class ParallelReason(enum.Enum):
     """Why the parallel layout is, or is not, established as realized (earliest first)."""
 
     ESTABLISHED = "established"
-    CONFIGURATION_UNOBSERVED = "configuration_unobserved"
+    FRONT_DOOR_UNREACHABLE = "front_door_unreachable"
+    FRONT_DOOR_NOT_ANSWERING = "front_door_not_answering"
     FRONT_DOOR_RESTARTED = "front_door_restarted"
+    LOG_NOT_JOINED = "log_not_joined"
+    CONFIGURATION_UNOBSERVED = "configuration_unobserved"
     VERSION_UNOBSERVED = "version_unobserved"
     VERSION_NOT_ESTABLISHED = "version_not_established"
     CONFIGURATION_CONFLICT = "configuration_conflict"
@@ -148,6 +154,7 @@ class ParallelEstablished(Sealed):
 
     __public_constructor__ = "vllm_evidence.decisions.decide_parallel()"
 
+    subject: Subject
     configuration: ResolvedParallel
     ranks: tuple[PresentRank, ...]
     law: Law | LawNotEstablished | None
@@ -182,6 +189,7 @@ class ParallelRefused(Sealed):
 
     __public_constructor__ = "vllm_evidence.decisions.decide_parallel()"
 
+    subject: Subject
     reason: ParallelReason
     detail: str
     remedy: str
@@ -359,7 +367,54 @@ def _population(
 
 
 def decide_parallel(evidence: Evidence) -> ParallelDecision:
-    """Whether the resolved parallel layout is realized with every rank present."""
+    """Whether the resolved parallel layout is realized with every rank present: of the
+    serving process with a front door, of the log's launch without one."""
+    gate = serving_gate(evidence)
+    if gate is not None:
+        reason, detail, remedy = gate
+        return _refusal(evidence, ParallelReason(reason), detail, remedy)
+    unjoined = log_not_joined(evidence)
+    if unjoined is None:
+        return _decide(evidence)
+    alone = _decide(evidence.without_log())
+    if isinstance(alone, ParallelEstablished):
+        return alone
+    full = _decide(evidence)
+    if type(full) is type(alone) and full.reason is alone.reason:
+        return alone
+    return _refusal(
+        evidence,
+        ParallelReason.LOG_NOT_JOINED,
+        f"the startup log is not joined to this front door ({unjoined.reason.value}: "
+        f"{unjoined.detail}); the front door alone: {alone.detail}",
+        unjoined.remedy,
+        product=alone.world_size_product,
+    )
+
+
+def _refusal(
+    evidence: Evidence,
+    reason: ParallelReason,
+    detail: str,
+    remedy: str,
+    *,
+    product: int | None = None,
+) -> ParallelRefused:
+    return _mint_refused(
+        subject=evidence.subject,
+        reason=reason,
+        detail=detail,
+        remedy=remedy,
+        configuration=None,
+        expected_ranks=None,
+        present=(),
+        missing_ranks=(),
+        world_size_product=product,
+        law=None,
+    )
+
+
+def _decide(evidence: Evidence) -> ParallelDecision:
     product_obs = None
     if evidence.front_door is not None:
         product_obs = parsed(evidence.front_door.world_size)
@@ -376,6 +431,7 @@ def decide_parallel(evidence: Evidence) -> ParallelDecision:
         law: Law | LawNotEstablished | None = None,
     ) -> ParallelRefused:
         return _mint_refused(
+            subject=evidence.subject,
             reason=reason,
             detail=detail,
             remedy=remedy,
@@ -489,7 +545,9 @@ def decide_parallel(evidence: Evidence) -> ParallelDecision:
     configuration = from_log
     reason, detail, present, missing = _population(launch, configuration)
     if reason is ParallelReason.ESTABLISHED:
-        return _mint_established(configuration=configuration, ranks=present, law=None)
+        return _mint_established(
+            subject=evidence.subject, configuration=configuration, ranks=present, law=None
+        )
     remedy = {
         ParallelReason.POPULATION_UNOBSERVED: "give a log with the workers' start-up lines",
         ParallelReason.WORLD_SIZE_MISMATCH: "check the log belongs to this configuration",

@@ -1,8 +1,9 @@
-"""The assessment's JSON document (schema ``vllm-evidence.assessment/1``).
+"""The assessment's JSON document (schema ``vllm-evidence.assessment/2``).
 
 Built from the typed decisions of one :class:`~vllm_evidence.assessment.Assessment`;
 the keys are a public contract (README, DESIGN §6): change them only with a schema
-version bump and a CHANGELOG entry.
+version bump and a CHANGELOG entry.  Version 2 added ``subject`` to every decision
+(``"serving"`` or ``"launch"``) and ``decisions.log_join``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any, TypedDict, get_args
 import attrs
 
 from vllm_evidence._converter import converter
+from vllm_evidence.adapters.receipt import LaunchReceipt
 from vllm_evidence.assessment import Assessment, Verdict, verdict
 from vllm_evidence.decisions import (
     CapacityDecision,
@@ -24,6 +26,8 @@ from vllm_evidence.decisions import (
     HealthCoverageDecision,
     HealthCoverageEstablished,
     JoinedIncarnation,
+    LogJoinDecision,
+    LogJoined,
     ParallelDecision,
     ParallelEstablished,
     PresentRank,
@@ -45,8 +49,10 @@ __all__ = [
     "FrontDoorSummary",
     "HealthCoverageDocument",
     "JoinDocument",
+    "LogJoinDocument",
     "ObservationsDocument",
     "ParallelDocument",
+    "ReceiptDocument",
     "ServedIdentityDocument",
     "ServerResult",
     "Verdict",
@@ -56,7 +62,7 @@ __all__ = [
     "verdict",
 ]
 
-SCHEMA = "vllm-evidence.assessment/1"
+SCHEMA = "vllm-evidence.assessment/2"
 
 """The tag of every decision's document: which arm of its sealed union it is."""
 
@@ -67,6 +73,7 @@ LawDocument = dict[str, Any]
 class ParallelDocument(TypedDict):
     """``decisions.parallel``."""
 
+    subject: str
     verdict: Verdict
     reason: str
     detail: str
@@ -87,6 +94,7 @@ class ParallelDocument(TypedDict):
 class CapacityDocument(TypedDict):
     """``decisions.capacity``."""
 
+    subject: str
     verdict: Verdict
     reason: str
     detail: str
@@ -100,6 +108,7 @@ class CapacityDocument(TypedDict):
 class ServedIdentityDocument(TypedDict):
     """``decisions.served_identity``."""
 
+    subject: str
     verdict: Verdict
     reason: str
     detail: str
@@ -114,6 +123,7 @@ class ServedIdentityDocument(TypedDict):
 class HealthCoverageDocument(TypedDict):
     """``decisions.health_coverage``."""
 
+    subject: str
     verdict: Verdict
     reason: str
     detail: str
@@ -128,12 +138,41 @@ class HealthCoverageDocument(TypedDict):
 class JoinDocument(TypedDict):
     """``decisions.front_door_join``."""
 
+    subject: str
     verdict: Verdict
     reason: str
     detail: str
     remedy: str | None
     process_start_time_seconds: str | None
     laws: list[LawDocument]
+
+
+class ReceiptDocument(TypedDict):
+    """A launch receipt as the log join read it (the receipt file's fields, less
+    ``schema``)."""
+
+    pid: int
+    process_start_time_seconds: str | None
+    start_time_unavailable: str | None
+    argv: list[str]
+    host: str
+    log_path: str | None
+    log_bytes: int
+    log_sha256: str
+
+
+class LogJoinDocument(TypedDict):
+    """``decisions.log_join``."""
+
+    subject: str
+    verdict: Verdict
+    reason: str
+    detail: str
+    remedy: str | None
+    process_start_time_seconds: str | None
+    pid: int | None
+    pid_tagged: bool | None
+    receipt: ReceiptDocument | None
 
 
 class DecisionsDocument(TypedDict):
@@ -144,6 +183,7 @@ class DecisionsDocument(TypedDict):
     served_identity: ServedIdentityDocument
     health_coverage: HealthCoverageDocument
     front_door_join: JoinDocument
+    log_join: LogJoinDocument
 
 
 class VersionsDocument(TypedDict):
@@ -175,7 +215,7 @@ class ObservationsDocument(TypedDict):
 
 
 class AssessmentDocument(TypedDict):
-    """The ``vllm-evidence.assessment/1`` document (``vllm-evidence schema assessment``)."""
+    """The ``vllm-evidence.assessment/2`` document (``vllm-evidence schema assessment``)."""
 
     schema: str
     version: str | None
@@ -186,7 +226,7 @@ class AssessmentDocument(TypedDict):
 
 
 def assessment_document(assessment: Assessment) -> AssessmentDocument:
-    """The public JSON document (schema ``vllm-evidence.assessment/1``)."""
+    """The public JSON document (schema ``vllm-evidence.assessment/2``)."""
     document: AssessmentDocument = converter.unstructure(assessment)
     return document
 
@@ -274,6 +314,7 @@ def _parallel_json(d: ParallelDecision) -> ParallelDocument:
         product = d.world_size_product
         remedy = d.remedy
     return {
+        "subject": d.subject.value,
         "verdict": verdict(d),
         "reason": d.reason.value,
         "detail": d.detail,
@@ -297,6 +338,7 @@ def _capacity_json(d: CapacityDecision) -> CapacityDocument:
         case CapacityEstablished():
             source = d.engines[0].source_kind.value if d.engines else None
             return {
+                "subject": d.subject.value,
                 "verdict": "established",
                 "reason": d.reason.value,
                 "detail": d.detail,
@@ -308,6 +350,7 @@ def _capacity_json(d: CapacityDecision) -> CapacityDocument:
             }
         case CapacityReported():
             return {
+                "subject": d.subject.value,
                 "verdict": "reported",
                 "reason": d.reason.value,
                 "detail": d.detail,
@@ -319,6 +362,7 @@ def _capacity_json(d: CapacityDecision) -> CapacityDocument:
             }
         case CapacityRefused():
             return {
+                "subject": d.subject.value,
                 "verdict": "refused",
                 "reason": d.reason.value,
                 "detail": d.detail,
@@ -332,6 +376,7 @@ def _capacity_json(d: CapacityDecision) -> CapacityDocument:
 
 def _identity_json(d: ServedIdentityDecision) -> ServedIdentityDocument:
     return {
+        "subject": d.subject.value,
         "verdict": verdict(d),
         "reason": d.reason.value,
         "detail": d.detail,
@@ -352,6 +397,7 @@ def _health_json(d: HealthCoverageDecision) -> HealthCoverageDocument:
     else:
         backend, coverage, remedy = d.backend, None, d.remedy
     return {
+        "subject": d.subject.value,
         "verdict": verdict(d),
         "reason": d.reason.value,
         "detail": d.detail,
@@ -370,12 +416,55 @@ def _join_json(d: FrontDoorJoinDecision) -> JoinDocument:
     else:
         remedy, marker = d.remedy, None
     return {
+        "subject": d.subject.value,
         "verdict": verdict(d),
         "reason": d.reason.value,
         "detail": d.detail,
         "remedy": remedy,
         "process_start_time_seconds": marker,
         "laws": _laws_json(d.law),
+    }
+
+
+def _receipt_json(r: LaunchReceipt) -> ReceiptDocument:
+    start = r.process_start_seconds
+    return {
+        "pid": r.pid,
+        "process_start_time_seconds": None if start is None else str(start),
+        "start_time_unavailable": r.start_time_unavailable,
+        "argv": list(r.argv),
+        "host": r.host,
+        "log_path": r.log_path,
+        "log_bytes": r.log_bytes,
+        "log_sha256": r.log_sha256,
+    }
+
+
+def _log_join_json(d: LogJoinDecision) -> LogJoinDocument:
+    receipt: ReceiptDocument | None = converter.unstructure(d.receipt)
+    if isinstance(d, LogJoined):
+        return {
+            "subject": d.subject.value,
+            "verdict": "established",
+            "reason": d.reason.value,
+            "detail": d.detail,
+            "remedy": None,
+            "process_start_time_seconds": str(d.process_start_seconds),
+            "pid": d.pid,
+            "pid_tagged": d.pid_tagged,
+            "receipt": receipt,
+        }
+    marker = d.process_start_seconds
+    return {
+        "subject": d.subject.value,
+        "verdict": "refused",
+        "reason": d.reason.value,
+        "detail": d.detail,
+        "remedy": d.remedy,
+        "process_start_time_seconds": None if marker is None else str(marker),
+        "pid": None,
+        "pid_tagged": None,
+        "receipt": receipt,
     }
 
 
@@ -406,6 +495,7 @@ def _assessment_json(assessment: Assessment) -> AssessmentDocument:
             "served_identity": converter.unstructure(assessment.served_identity),
             "health_coverage": converter.unstructure(assessment.health_coverage),
             "front_door_join": converter.unstructure(assessment.front_door_join),
+            "log_join": converter.unstructure(assessment.log_join),
         },
         "front_door": None
         if front_door is None
@@ -436,6 +526,8 @@ _register(CapacityDecision, _capacity_json)
 _register(ServedIdentityDecision, _identity_json)
 _register(HealthCoverageDecision, _health_json)
 _register(FrontDoorJoinDecision, _join_json)
+_register(LogJoinDecision, _log_join_json)
+converter.register_unstructure_hook(LaunchReceipt, _receipt_json)
 converter.register_unstructure_hook(EngineCapacity, _engine_json)
 converter.register_unstructure_hook(PresentRank, _rank_json)
 converter.register_unstructure_hook(ServedName, _name_json)

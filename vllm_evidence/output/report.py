@@ -16,6 +16,7 @@ from vllm_evidence.assessment import (
     observation_lines,
     render_report,
     report_rows,
+    subject_line,
     title,
     verdict,
 )
@@ -29,6 +30,7 @@ __all__ = [
     "observation_lines",
     "render_report",
     "report_rows",
+    "subject_line",
     "title",
 ]
 

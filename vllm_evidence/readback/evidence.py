@@ -8,9 +8,12 @@ answer everywhere:
 
 * a front-door fact is scoped by ``/version`` of the same readback;
 * a log fact is scoped by the version the same launch printed;
-* a front-door fact and a log fact are never joined into one claim: nothing over HTTP
-  witnesses that a log belongs to the serving process (no pid, no engine id), so the
-  cross-source join is never established by this version of the library.
+* every decision has a :class:`Subject`: with a front door, the serving process behind
+  it; with a log alone, the launch that log records.  A log speaks for its launch, not
+  for a server: log facts reach a claim about the serving process only through the
+  log-join decision (a launch receipt whose start time is *observed* on the front
+  door's ``process_start_time_seconds``), never through agreement of version or
+  configuration.
 """
 
 from __future__ import annotations
@@ -25,8 +28,10 @@ from vllm_evidence._converter import converter
 from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.adapters.models import ServedModels
 from vllm_evidence.adapters.outcome import Outcome, Parsed
+from vllm_evidence.adapters.receipt import LaunchReceipt
 from vllm_evidence.adapters.server_info import ServerInfo
-from vllm_evidence.adapters.startup_log import Launch, ProcessTag
+from vllm_evidence.adapters.startup_log import Launch, ProcessTag, StartupLog
+from vllm_evidence.capture.batch import Transport
 from vllm_evidence.readback.front_door import CapturedReadback, HistoricalBundle
 
 __all__ = [
@@ -35,6 +40,7 @@ __all__ = [
     "Source",
     "SourceDocument",
     "SourceKind",
+    "Subject",
     "arm_name",
     "gather",
     "log_source",
@@ -46,6 +52,15 @@ FrontDoor = CapturedReadback | HistoricalBundle
 """A front-door readback: one bracketed probe batch, or caller-supplied bodies."""
 
 ObsT = TypeVar("ObsT")
+
+
+class Subject(enum.Enum):
+    """What a decision is about."""
+
+    LAUNCH = "launch"
+    """The launch a startup log records (a log alone: ``vllm-evidence log``)."""
+    SERVING = "serving"
+    """The serving process behind the probed (or given) front door."""
 
 
 class SourceKind(enum.Enum):
@@ -121,12 +136,60 @@ def arm_name(outcome: object) -> str:
 @final
 @attrs.frozen(init=False, repr=False)
 class Evidence(Sealed):
-    """One server's evidence: a front-door readback and/or one launch of its log."""
+    """One server's evidence: a front-door readback and/or one launch of its log, and
+    the launch receipt handed in with the log (if any)."""
 
     __public_constructor__ = "vllm_evidence.assess()"
 
     front_door: FrontDoor | None
     launch: Launch | None
+    startup_log: StartupLog | None
+    """The log :attr:`launch` was read from (its digest is what a receipt witnesses)."""
+    receipt: LaunchReceipt | None
+
+    @property
+    def subject(self) -> Subject:
+        """:attr:`Subject.SERVING` with a front door, else :attr:`Subject.LAUNCH`."""
+        return Subject.LAUNCH if self.front_door is None else Subject.SERVING
+
+    def without_log(self) -> Evidence:
+        """The same front door with no log: what the front door alone shows."""
+        return _mint_evidence(
+            front_door=self.front_door, launch=None, startup_log=None, receipt=None
+        )
+
+    def front_door_unreachable(self) -> str | None:
+        """Why no request of the probe got an answer, or ``None`` (a caller's bodies were
+        answered by definition)."""
+        door = self.front_door
+        if not isinstance(door, CapturedReadback):
+            return None
+        exchanges = door.batch.all_exchanges()
+        if any(e.transport is Transport.ANSWERED for e in exchanges):
+            return None
+        first = exchanges[0]
+        why = first.detail or first.transport.value
+        return f"no request to {door.batch.target} was answered ({why})"
+
+    def front_door_not_answering(self) -> str | None:
+        """Why the front door gave no answer that parsed (every route an error), or
+        ``None`` when some route parsed (a ``/health`` 5xx is not an answer here)."""
+        door = self.front_door
+        if door is None:
+            return None
+        arms = (
+            door.version,
+            door.models,
+            door.metrics,
+            door.server_info,
+            door.server_info_json,
+            door.world_size,
+        )
+        health = parsed(door.health)
+        if any(isinstance(a, Parsed) for a in arms) or (health is not None and health.healthy):
+            return None
+        shown = ", ".join(f"{a.route.target} {arm_name(a)}" for a in (*arms, door.health))
+        return f"no route answered with something this package reads ({shown})"
 
     def front_door_version(self) -> Version | None:
         """``/version`` of the readback, when parsed — and ``None`` when the server
@@ -191,6 +254,16 @@ class Evidence(Sealed):
 _mint_evidence = minter(Evidence, Evidence.__attrs_init__)
 
 
-def gather(front_door: FrontDoor | None, launch: Launch | None) -> Evidence:
+def gather(
+    front_door: FrontDoor | None,
+    launch: Launch | None,
+    startup_log: StartupLog | None = None,
+    receipt: LaunchReceipt | None = None,
+) -> Evidence:
     """Bundle a server's sources (package-internal: :func:`vllm_evidence.assess`)."""
-    return _mint_evidence(front_door=front_door, launch=launch)
+    return _mint_evidence(
+        front_door=front_door,
+        launch=launch,
+        startup_log=startup_log if launch is not None else None,
+        receipt=receipt,
+    )

@@ -183,6 +183,7 @@ class StubFrontDoor:
         restart_after_metrics_reads: int | None,
         metrics_sequence: Sequence[bytes] = (),
         latency_s: float = 0.0,
+        port: int = 0,
     ) -> None:
         if latency_s < 0:
             msg = "latency_s must not be negative"
@@ -198,7 +199,7 @@ class StubFrontDoor:
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self.requests: list[StubRequest] = []
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler_class())
+        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
         self._server.daemon_threads = True
         self._wake_r, self._wake_w = socket.socketpair()
         self._thread = threading.Thread(target=self._serve, daemon=True)
@@ -388,8 +389,10 @@ def serve_capture(
     restart_after_metrics_reads: int | None = None,
     metrics_sequence: Sequence[bytes] = (),
     latency_s: float = 0.0,
+    port: int = 0,
 ) -> Iterator[StubFrontDoor]:
-    """Serve ``directory`` on a free port of 127.0.0.1 until the context closes.
+    """Serve ``directory`` on a free port of 127.0.0.1 (or on ``port``: e.g. the port
+    a real capture's log names, so that its log can be joined) until the context closes.
 
     ``faults`` maps a route to the :class:`Fault` it answers with.  ``api_key`` makes
     ``/v1/models`` answer 401 without ``Authorization: Bearer <key>`` (as vLLM does).
@@ -407,6 +410,7 @@ def serve_capture(
         restart_after_metrics_reads,
         metrics_sequence,
         latency_s=latency_s,
+        port=port,
     )
     door._start()
     try:

@@ -440,14 +440,19 @@ def read_startup_log(
     source: str | os.PathLike[str] | IO[bytes],
     *,
     wrap_width: WrapWidth = "auto",
+    first_bytes: int | None = None,
 ) -> StartupLog | LogReadFailure:
     """Read a vLLM startup log from a path or a binary stream, in constant memory.
 
     ``wrap_width``: ``"auto"`` detects terminal hard wraps (see
     :mod:`vllm_evidence.capture.log`), ``"off"`` never joins lines, an int joins at that
-    width.
+    width.  ``first_bytes`` reads only the log's first bytes: a launch receipt's
+    ``log_bytes``, the bytes its digest covers (the log keeps growing after it).
     """
-    return read_log(source, _RULES, wrap_width, _assemble)
+    if first_bytes is not None and first_bytes < 0:
+        msg = f"first_bytes must not be negative, got {first_bytes}"
+        raise ValueError(msg)
+    return read_log(source, _RULES, wrap_width, _assemble, limit=first_bytes)
 
 
 def _startup_log_from_bytes(

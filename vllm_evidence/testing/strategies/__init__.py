@@ -15,6 +15,8 @@ Every public name is importable from here; they live in:
 * :mod:`.logs`: startup logs of each release, with the figures they printed;
 * :mod:`.captures`: whole captures drawn as one consistent launch, and the sealed
   types built from them (bundles, readbacks, batches, assessments, parsed bodies);
+* :mod:`.launches`: witnessed launches — a log, its process's front door and the launch
+  receipt that joins them;
 * :mod:`._common`: :data:`RELEASES`, :data:`CACHE_CONFIG_LABELS`, and what the
   others share.
 
@@ -45,6 +47,7 @@ from vllm_evidence.testing.strategies.captures import (
     served_models,
     server_infos,
 )
+from vllm_evidence.testing.strategies.launches import WitnessedLaunch, witnessed_launches
 from vllm_evidence.testing.strategies.logs import (
     GeneratedCapacity,
     GeneratedLaunch,
@@ -61,6 +64,7 @@ __all__ = [
     "GeneratedCapacity",
     "GeneratedLaunch",
     "GeneratedLog",
+    "WitnessedLaunch",
     "assessments",
     "capture_batches",
     "capture_directories",
@@ -77,4 +81,5 @@ __all__ = [
     "startup_log_examples",
     "startup_logs",
     "version_bodies",
+    "witnessed_launches",
 ]

@@ -1,0 +1,257 @@
+"""The log join: established only by an observed witness, refused earliest first.
+
+Witnesses in both directions: a receipt whose start time the live front door serves,
+whose digest is the log's and whose pid is the launch's joins the log; each piece
+missing or contradicted refuses it with its own reason, and a decision reading the log
+then refuses ``log_not_joined``.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests._evidence import (
+    HEALTHY,
+    WITNESSED_START,
+    args,
+    assess_joined,
+    banner,
+    bundle,
+    engine_init,
+    log,
+    models_body,
+    probe_stub,
+    rank_line,
+    receipt_for,
+    server_info_json,
+    version_body,
+    witnessed_door,
+)
+from vllm_evidence.adapters.receipt import parse_launch_receipt
+from vllm_evidence.adapters.startup_log import StartupLog
+from vllm_evidence.assessment import Assessment, assess
+from vllm_evidence.decisions import (
+    LogJoined,
+    LogJoinReason,
+    LogJoinRefused,
+    ParallelEstablished,
+    ParallelReason,
+    Subject,
+)
+from vllm_evidence.errors import InputError
+from vllm_evidence.testing.stub import Fault
+from vllm_evidence.upstream import Route
+
+TP1 = banner("0.32.0") + engine_init(tp=1) + rank_line(0, 1)
+DOOR = bundle(version_body("0.32.0"), server_info_json(tp=1), HEALTHY)
+
+
+def _log(text: str = TP1) -> StartupLog:
+    return log(text)
+
+
+def _with(receipt_fields: dict[str, object] | None, text: str = TP1) -> Assessment:
+    """The live replay of DOOR (marker WITNESSED_START) with ``text`` and a receipt."""
+    startup_log = _log(text)
+    receipt = None if receipt_fields is None else receipt_for(startup_log, **receipt_fields)  # type: ignore[arg-type]  # receipt_for's keywords
+    return assess(witnessed_door(DOOR), startup_log, receipt=receipt)
+
+
+def _refused(assessment: Assessment) -> LogJoinRefused:
+    decision = assessment.log_join
+    assert isinstance(decision, LogJoinRefused), decision
+    return decision
+
+
+# --- both directions ------------------------------------------------------------------
+
+
+def test_an_observed_witness_joins_the_log() -> None:
+    assessment = _with({})
+    decision = assessment.log_join
+    assert isinstance(decision, LogJoined), decision
+    assert decision.subject is Subject.SERVING
+    assert decision.pid == 100  # the APIServer tag of the hand-written log
+    assert decision.pid_tagged
+    assert str(decision.process_start_seconds) == "1.7E+9"
+    assert isinstance(assessment.parallel, ParallelEstablished)
+    assert assessment.parallel.subject is Subject.SERVING
+
+
+def test_without_a_receipt_there_is_no_witness() -> None:
+    assessment = _with(None)
+    assert _refused(assessment).reason is LogJoinReason.NO_WITNESS
+    assert assessment.parallel.reason is ParallelReason.LOG_NOT_JOINED
+
+
+def test_a_start_time_only_asserted_is_refused() -> None:
+    """A hand-written receipt naming a start time the front door does not serve."""
+    refused = _refused(_with({"start": "1.70000001e+09"}))
+    assert refused.reason is LogJoinReason.START_TIME_CONTRADICTED
+    assert "1700000010" in refused.detail
+
+
+def test_a_receipt_without_a_start_time_joins_nothing() -> None:
+    refused = _refused(_with({"start": None}))
+    assert refused.reason is LogJoinReason.WITNESS_WITHOUT_START_TIME
+    assert "no /proc here" in refused.detail
+
+
+def test_the_log_read_must_be_the_bytes_the_receipt_digested() -> None:
+    refused = _refused(_with({"log_sha256": "0" * 64}))
+    assert refused.reason is LogJoinReason.LOG_DIGEST_CONTRADICTED
+    longer = _refused(_with({"log_bytes": 1}))
+    assert longer.reason is LogJoinReason.LOG_DIGEST_CONTRADICTED
+
+
+def test_the_receipts_pid_must_be_the_launchs() -> None:
+    refused = _refused(_with({"pid": 4242}))
+    assert refused.reason is LogJoinReason.PID_CONTRADICTED
+    assert "[100]" in refused.detail
+    assert "4242" in refused.detail
+
+
+def test_a_log_with_two_launches_is_not_one_receipts() -> None:
+    refused = _refused(_with({}, TP1 + TP1))
+    assert refused.reason is LogJoinReason.LAUNCH_CONTRADICTED
+
+
+def test_a_release_without_pid_tags_joins_on_start_time_and_digest() -> None:
+    untagged = TP1.replace("(APIServer pid=100) ", "")
+    decision = _with({"pid": 7}, untagged).log_join
+    assert isinstance(decision, LogJoined), decision
+    assert not decision.pid_tagged
+
+
+# --- earliest first -------------------------------------------------------------------
+
+
+def test_no_log_and_no_front_door() -> None:
+    assert assess(probe_stub()).log_join.reason is LogJoinReason.NO_LOG
+    alone = assess(None, _log())
+    assert alone.log_join.reason is LogJoinReason.NO_FRONT_DOOR
+    assert alone.log_join.subject is Subject.LAUNCH
+
+
+def test_caller_assembled_bodies_carry_no_observed_marker() -> None:
+    startup_log = _log()
+    refused = _refused(assess(DOOR, startup_log, receipt=receipt_for(startup_log)))
+    assert refused.reason is LogJoinReason.MARKER_UNOBSERVED
+    assert "bracketed batch" in refused.detail
+
+
+def test_a_front_door_without_the_marker_cannot_be_joined() -> None:
+    """Several API-server processes: /metrics carries no process_start_time_seconds."""
+    body = b"# HELP vllm:x x\n# TYPE vllm:x gauge\nvllm:x 1.0\n"
+    door = witnessed_door(DOOR, faults={Route.METRICS: Fault(body=body)})
+    startup_log = _log()
+    refused = _refused(assess(door, startup_log, receipt=receipt_for(startup_log)))
+    assert refused.reason is LogJoinReason.MARKER_UNOBSERVED
+    assert "absent" in refused.detail
+
+
+def test_an_unreachable_front_door_observes_no_marker() -> None:
+    startup_log = _log()
+    faults = {route: Fault(reset=True) for route in Route if route.probe_readable}
+    door = witnessed_door(DOOR, faults=faults)
+    assessment = assess(door, startup_log, receipt=receipt_for(startup_log))
+    assert _refused(assessment).reason is LogJoinReason.MARKER_UNOBSERVED
+    assert assessment.parallel.reason is ParallelReason.FRONT_DOOR_UNREACHABLE
+
+
+def test_a_restart_mid_batch_has_no_one_process_to_join() -> None:
+    startup_log = _log()
+    door = probe_stub(restart_after_metrics_reads=1)
+    refused = _refused(assess(door, startup_log, receipt=receipt_for(startup_log)))
+    assert refused.reason is LogJoinReason.FRONT_DOOR_RESTARTED
+
+
+def test_visible_contradictions_come_before_the_missing_witness() -> None:
+    other_version = bundle(version_body("0.27.0"), server_info_json(tp=1), HEALTHY)
+    assert (
+        _refused(assess_joined(other_version, _log())).reason is LogJoinReason.VERSION_CONTRADICTED
+    )
+    tp2 = bundle(version_body("0.32.0"), server_info_json(tp=2), HEALTHY)
+    refused = _refused(assess_joined(tp2, _log()))
+    assert refused.reason is LogJoinReason.CONFIGURATION_CONTRADICTED
+    assert "tensor_parallel_size 1 at log line 2 but 2" in refused.detail
+
+
+def test_an_api_server_port_that_is_not_the_probed_one() -> None:
+    startup_log = _log(banner("0.32.0") + args("{'port': 1}") + engine_init(tp=1))
+    door = witnessed_door(DOOR)
+    refused = _refused(assess(door, startup_log, receipt=receipt_for(startup_log)))
+    assert refused.reason is LogJoinReason.PORT_CONTRADICTED
+    assert "port 1 (line 2)" in refused.detail
+
+
+def test_served_names_that_differ_are_another_launch() -> None:
+    door = bundle(version_body("0.32.0"), models_body(("a", "/models/a")), HEALTHY)
+    text = banner("0.32.0") + args("{'model': '/models/b'}") + engine_init(tp=1)
+    refused = _refused(assess_joined(door, _log(text)))
+    assert refused.reason is LogJoinReason.CONFIGURATION_CONTRADICTED
+    assert "/models/b" in refused.detail
+
+
+# --- what a person reads ----------------------------------------------------------------
+
+
+def test_the_established_detail_names_start_digest_and_pid() -> None:
+    decision = _with({}).log_join
+    assert isinstance(decision, LogJoined)
+    assert decision.detail == (
+        "the receipt's start time 1700000000 is the front door's process_start_time_seconds; "
+        f"its digest of {_log().size_bytes:,} log bytes is the log's; the launch's "
+        "APIServer tags name pid 100"
+    )
+
+
+def test_no_witness_names_the_launcher() -> None:
+    refused = _refused(_with(None))
+    assert "vllm-evidence launch" in refused.remedy
+
+
+# --- the receipt as read ---------------------------------------------------------------
+
+
+def _receipt_json(**fields: object) -> bytes:
+    document: dict[str, object] = {
+        "schema": "vllm-evidence.launch-receipt/1",
+        "pid": 1,
+        "process_start_time_seconds": WITNESSED_START,
+        "start_time_unavailable": None,
+        "argv": ["vllm", "serve", "--api-key", "sk-abc"],
+        "host": "h",
+        "log_path": None,
+        "log_bytes": 0,
+        "log_sha256": "0" * 64,
+    }
+    document.update(fields)
+    return json.dumps(document).encode()
+
+
+def test_a_receipt_read_scrubs_secrets_from_its_argv() -> None:
+    receipt = parse_launch_receipt(_receipt_json())
+    assert receipt.argv == ("vllm", "serve", "--api-key", "***")
+
+
+@pytest.mark.parametrize(
+    ("fields", "needle"),
+    [
+        ({"schema": "other/1"}, "schema must be"),
+        ({"pid": "1"}, "'pid'"),
+        ({"pid": 0}, "pid must be positive"),
+        ({"log_sha256": "xyz"}, "log_sha256"),
+        ({"process_start_time_seconds": "soon"}, "not a number"),
+        ({"process_start_time_seconds": "-1"}, "positive"),
+        ({"process_start_time_seconds": None}, "no process_start_time_seconds"),
+        ({"extra": 1}, "unknown field"),
+    ],
+)
+def test_a_malformed_receipt_is_one_input_error(fields: dict[str, object], needle: str) -> None:
+    with pytest.raises(InputError, match="launch receipt") as raised:
+        parse_launch_receipt(_receipt_json(**fields))
+    assert needle in str(raised.value)
+    assert "\n" not in str(raised.value)

@@ -1,0 +1,87 @@
+"""The launch witness against a real vLLM 0.32.0 (issue 14, live tier).
+
+``scripts/live-vllm check`` starts the ``tp2-devmode`` scenario through ``vllm-evidence
+launch`` and, while it serves, runs the product's own ``vllm-evidence probe --json``
+with its log and receipt, and with the ``tp2-apikey`` scenario's log (with that receipt,
+and with none).  These tests read those documents; the committed captures predate the
+witness and hold none, so in the ordinary suite they are skipped.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests._evidence import assess_witnessed
+from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
+from vllm_evidence.assessment import claim_established
+
+SERVING_CLAIMS = (
+    "parallel",
+    "capacity",
+    "served_identity",
+    "health_coverage",
+    "front_door_join",
+    "log_join",
+)
+
+
+def _document(live_root: Path, name: str) -> dict[str, Any]:
+    path = live_root / "tp2-devmode" / f"{name}.json"
+    if not path.exists():
+        pytest.skip(f"no {path.name}: recorded only by `scripts/live-vllm check`")
+    document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+    return document
+
+
+def test_the_launched_server_establishes_every_serving_claim(live_root: Path) -> None:
+    decisions = _document(live_root, "witnessed-probe")["decisions"]
+    for claim in SERVING_CLAIMS:
+        decision = decisions[claim]
+        assert (decision["subject"], decision["verdict"]) == ("serving", "established"), (
+            claim,
+            decision["reason"],
+            decision["detail"],
+        )
+    log_join = decisions["log_join"]
+    receipt = log_join["receipt"]
+    assert log_join["process_start_time_seconds"] is not None
+    assert receipt["pid"] == log_join["pid"]
+    assert log_join["pid_tagged"] is True
+    assert decisions["parallel"]["tensor_parallel_size"] == 2
+    assert decisions["parallel"]["present_ranks"] == [0, 1]
+
+
+@pytest.mark.parametrize(
+    "name", ["witnessed-probe-other-log", "witnessed-probe-other-log-no-receipt"]
+)
+def test_the_other_scenarios_log_is_refused(live_root: Path, name: str) -> None:
+    decisions = _document(live_root, name)["decisions"]
+    assert decisions["log_join"]["verdict"] == "refused"
+    assert decisions["parallel"]["verdict"] == "refused"
+    assert decisions["parallel"]["reason"] == "log_not_joined"
+    assert decisions["health_coverage"]["subject"] == "serving"
+
+
+def test_the_receipt_names_the_launch_and_no_secret(live_root: Path) -> None:
+    path = live_root / "tp2-devmode" / "launch-receipt.json"
+    if not path.exists():
+        pytest.skip("no launch-receipt.json: recorded only by `scripts/live-vllm check`")
+    receipt = json.loads(path.read_text(encoding="utf-8"))
+    assert receipt["schema"] == "vllm-evidence.launch-receipt/1"
+    assert receipt["process_start_time_seconds"] is not None
+    assert "--tensor-parallel-size" in receipt["argv"]
+
+
+def test_a_replay_of_the_capture_joins_its_own_log(live_root: Path) -> None:
+    """Committed or fresh: the capture's own log, with a receipt naming the start time
+    its /metrics serves, is joined to its replay; every serving claim is established."""
+    directory = live_root / "tp2-devmode"
+    log = read_startup_log(directory / "startup.log")
+    assert isinstance(log, StartupLog), log
+    assessment = assess_witnessed(directory, log)
+    for claim in SERVING_CLAIMS:
+        assert claim_established(assessment, claim), (claim, getattr(assessment, claim))  # type: ignore[arg-type]  # members of Claim
