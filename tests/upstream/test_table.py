@@ -221,3 +221,71 @@ def test_every_fresh_statement_is_a_sentence_of_its_own() -> None:
     for statement in statements:
         assert statement.strip() == statement
         assert len(statement.split()) >= 5, statement
+
+
+# --- the executor-marker laws (beside LAW_TABLE), read the same way ---------------------
+
+# (question key, first, last, backends the marker is consistent with, record-prefix files):
+# written from vllm-upstream.md §5 and the laws' citations, by hand.
+EXECUTOR_EXPECTED: list[tuple[str, str, str, str, tuple[str, ...]]] = [
+    (
+        "executor.ray_executor_file",
+        OLD,
+        NEW,
+        "ray",
+        (
+            "ray_distributed_executor.py",
+            "ray_executor.py",
+            "ray_executor_v2.py",
+            "ray_gpu_executor.py",
+        ),
+    ),
+    ("executor.ray_worker_tag", OLD, NEW, "ray", ()),
+    (
+        "executor.mp_executor_file",
+        OLD,
+        NEW,
+        "mp",
+        ("mp_distributed_executor.py", "multiproc_gpu_executor.py"),
+    ),
+    ("executor.mp_leader_line", OLD, NEW, "mp", ()),
+    ("executor.multiproc_executor_file", OLD, "0.13.0", "mp", ("multiproc_executor.py",)),
+    ("executor.multiproc_executor_file", "0.20.0", NEW, "mp, ray", ("multiproc_executor.py",)),
+    ("executor.vllm_worker_tag", OLD, "0.13.0", "mp", ()),
+    ("executor.vllm_worker_tag", "0.20.0", NEW, "mp, ray", ()),
+    (
+        "executor.uniproc_executor_file",
+        OLD,
+        NEW,
+        "external_launcher, uni",
+        ("uniproc_executor.py",),
+    ),
+    ("executor.single_gpu_executor_file", OLD, OLD, "uni", ("gpu_executor.py",)),
+]
+
+
+def test_the_executor_builder_makes_the_hand_written_table() -> None:
+    rows = [
+        (q.key, str(law.span.first), str(law.span.last), _rule(law), tuple(sorted(law.files)))
+        for q, laws in table_module._executor()
+        for law in laws
+    ]
+    expected = [
+        (key, str(Version(a)), str(Version(b)), rule, files)
+        for key, a, b, rule, files in EXECUTOR_EXPECTED
+    ]
+    assert rows == expected
+
+
+def test_each_executor_law_answers_its_own_marker_with_cited_sentences() -> None:
+    fresh = table_module._executor()
+    assert len(fresh) == len({key for key, *_ in EXECUTOR_EXPECTED})
+    for q, laws in fresh:
+        for law in laws:
+            assert law.question is q
+            assert q.key == f"executor.{law.marker.value}"
+            assert law.sources
+            for source in law.sources:
+                assert CITATION.match(source), source
+            assert law.statement.strip() == law.statement
+            assert len(law.statement.split()) >= 5, law.statement
