@@ -112,3 +112,63 @@ def test_join_without_a_front_door() -> None:
         "no front-door readback was given",
         "probe the server's front door",
     )
+
+
+# --- each bracket refusal's words: which read, and what it ended in -------------------
+
+
+def _join_of(metrics_sequence: list[bytes]) -> JoinUnestablished:
+    from vllm_evidence.capture.http import probe_sync
+    from vllm_evidence.readback import readback_from_batch
+    from vllm_evidence.testing.stub import serve_capture
+
+    with serve_capture(REAL, metrics_sequence=metrics_sequence) as door:
+        readback = readback_from_batch(probe_sync(door.url))
+    decision = assess(readback).front_door_join
+    assert isinstance(decision, JoinUnestablished), decision
+    return decision
+
+
+REAL_METRICS = (REAL / "metrics.body").read_bytes()
+NO_MARKER = b"# HELP x y\n# TYPE x gauge\nx 1.0\n"
+NOT_METRICS = b"<html>no exposition here</html>\n"
+
+
+def test_a_failed_opening_read_is_named_with_its_arm() -> None:
+    decision = assess(probe_stub(faults={Route.METRICS: Fault(status=500)})).front_door_join
+    assert isinstance(decision, JoinUnestablished)
+    assert decision.detail == "opening /metrics read: HttpError"
+    assert decision.remedy == "probe again once /metrics answers"
+
+
+def test_a_failed_closing_read_is_named_with_its_arm() -> None:
+    decision = _join_of([REAL_METRICS, NOT_METRICS])
+    assert decision.reason is JoinReason.BRACKET_READ_FAILED
+    assert decision.detail == "closing /metrics read: Unparsed"
+
+
+def test_a_marker_missing_from_either_side_names_that_side() -> None:
+    opening = _join_of([NO_MARKER, REAL_METRICS])
+    assert opening.reason is JoinReason.MARKER_ABSENT
+    assert opening.detail == "process_start_time_seconds absent from the opening /metrics read"
+    closing = _join_of([REAL_METRICS, NO_MARKER])
+    assert closing.reason is JoinReason.MARKER_ABSENT
+    assert closing.detail == "process_start_time_seconds absent from the closing /metrics read"
+    assert closing.remedy.startswith("none over HTTP: without process_start_time_seconds")
+
+
+def test_a_changed_marker_names_both_values_in_read_order() -> None:
+    # the real body prints the marker as prometheus_client does: 1.79601185221e+09
+    later = REAL_METRICS.replace(b"1.79601185221e+09", b"1.79601285221e+09")
+    assert later != REAL_METRICS
+    decision = _join_of([REAL_METRICS, later])
+    assert decision.reason is JoinReason.MARKER_CHANGED
+    assert decision.detail == "process_start_time_seconds 1796011852.21 then 1796012852.21"
+    assert decision.remedy == "probe again: the server restarted during the batch"
+
+
+def test_caller_assembled_bodies_say_so() -> None:
+    decision = assess(load(REAL, bodies=True)).front_door_join
+    assert isinstance(decision, JoinUnestablished)
+    assert decision.reason is JoinReason.CALLER_ASSEMBLED
+    assert decision.detail == "bodies supplied by a caller were not read in one bracketed batch"
