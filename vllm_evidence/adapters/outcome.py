@@ -38,15 +38,16 @@ __all__ = [
 
 ObsT = TypeVar("ObsT")
 
+#: Where every arm comes from: a read route, or a body a caller supplied.
+_PUBLIC = "vllm_evidence.readback_from_batch() or vllm_evidence.historical_bundle()"
+
 
 @final
 @attrs.frozen(init=False, repr=False)
 class Parsed(Sealed, Generic[ObsT]):
     """The route answered 200 and its adapter read the body: the only arm with knowledge."""
 
-    __public_constructor__ = (
-        "vllm_evidence.readback_from_batch() or vllm_evidence.historical_bundle()"
-    )
+    __public_constructor__ = _PUBLIC
     route: Route
     observation: ObsT
 
@@ -56,9 +57,7 @@ class Parsed(Sealed, Generic[ObsT]):
 class NotFound(Sealed):
     """404: the route is not registered (e.g. development mode off)."""
 
-    __public_constructor__ = (
-        "vllm_evidence.readback_from_batch() or vllm_evidence.historical_bundle()"
-    )
+    __public_constructor__ = _PUBLIC
     route: Route
 
 
@@ -67,9 +66,7 @@ class NotFound(Sealed):
 class Unauthorized(Sealed):
     """401 or 403: the route wants credentials this probe did not have."""
 
-    __public_constructor__ = (
-        "vllm_evidence.readback_from_batch() or vllm_evidence.historical_bundle()"
-    )
+    __public_constructor__ = _PUBLIC
     route: Route
     status: int
 
@@ -79,9 +76,7 @@ class Unauthorized(Sealed):
 class Unparsed(Sealed):
     """200, but the body is not what the route yields: answered is not knowledge."""
 
-    __public_constructor__ = (
-        "vllm_evidence.readback_from_batch() or vllm_evidence.historical_bundle()"
-    )
+    __public_constructor__ = _PUBLIC
     route: Route
     failure: BodyParseFailure
 
@@ -91,9 +86,7 @@ class Unparsed(Sealed):
 class HttpError(Sealed):
     """Any other status (4xx, 5xx, or a 2xx other than 200)."""
 
-    __public_constructor__ = (
-        "vllm_evidence.readback_from_batch() or vllm_evidence.historical_bundle()"
-    )
+    __public_constructor__ = _PUBLIC
     route: Route
     status: int
 
@@ -103,9 +96,7 @@ class HttpError(Sealed):
 class Redirected(Sealed):
     """A 3xx.  Redirects are not followed: where it pointed is recorded, not read."""
 
-    __public_constructor__ = (
-        "vllm_evidence.readback_from_batch() or vllm_evidence.historical_bundle()"
-    )
+    __public_constructor__ = _PUBLIC
     route: Route
     status: int
     location: str | None
@@ -116,9 +107,7 @@ class Redirected(Sealed):
 class TimedOut(Sealed):
     """No complete answer within the per-request timeout or the batch deadline."""
 
-    __public_constructor__ = (
-        "vllm_evidence.readback_from_batch() or vllm_evidence.historical_bundle()"
-    )
+    __public_constructor__ = _PUBLIC
     route: Route
     detail: str
 
@@ -128,9 +117,7 @@ class TimedOut(Sealed):
 class Unreachable(Sealed):
     """No answer at all (connection refused or reset, TLS failure, protocol error)."""
 
-    __public_constructor__ = (
-        "vllm_evidence.readback_from_batch() or vllm_evidence.historical_bundle()"
-    )
+    __public_constructor__ = _PUBLIC
     route: Route
     detail: str
 
@@ -140,9 +127,7 @@ class Unreachable(Sealed):
 class TooLarge(Sealed):
     """The body passed the size cap; nothing of it was kept."""
 
-    __public_constructor__ = (
-        "vllm_evidence.readback_from_batch() or vllm_evidence.historical_bundle()"
-    )
+    __public_constructor__ = _PUBLIC
     route: Route
     limit: int
 
@@ -152,9 +137,7 @@ class TooLarge(Sealed):
 class NotRequested(Sealed):
     """The route was not part of the read (development routes not asked for, or no body)."""
 
-    __public_constructor__ = (
-        "vllm_evidence.readback_from_batch() or vllm_evidence.historical_bundle()"
-    )
+    __public_constructor__ = _PUBLIC
     route: Route
 
 
