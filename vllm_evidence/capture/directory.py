@@ -45,9 +45,12 @@ import cattrs
 from vllm_evidence._converter import converter
 from vllm_evidence.capture.batch import (
     CaptureBatch,
+    CaptureOrigin,
     Exchange,
     ExchangeRole,
     Transport,
+    Provenance,
+    ProvenanceKind,
     _new_batch,
     _new_exchange,
 )
@@ -325,56 +328,6 @@ def _copy_log(source: Path, target: Path) -> SavedLog:
     return SavedLog(file=STARTUP_LOG, sha256=digest.hexdigest(), size=size)
 
 
-class ProvenanceKind(enum.Enum):
-    """What a read directory proves about its bytes."""
-
-    SIGNED = "signed"
-    """Sealed, and the signature verified under the key given."""
-    SIGNATURE_UNVERIFIED = "signature_unverified"
-    """Sealed and signed, but no key was given to verify the signature with."""
-    UNSIGNED = "unsigned"
-    """Sealed without a signature: edits that recompute the seal are not detected."""
-    BARE = "bare"
-    """No manifest: bodies a caller assembled, read because ``bodies=True`` was asked."""
-
-
-@attrs.frozen
-class Provenance:
-    """Where a read capture's bytes come from, and what vouches for them."""
-
-    directory: str
-    kind: ProvenanceKind
-    canonical_sha256: str | None
-    key_id: str | None
-    startup_log: str | None
-    """The path of the startup log the manifest lists (digest checked), if any."""
-    startup_log_sha256: str | None
-    """Its SHA-256 as listed: a reader of the log compares the digest it computes."""
-
-    def describe(self) -> str:
-        """One line for a report."""
-        where = f"capture directory {self.directory}"
-        seal = f"manifest sha256 {self.canonical_sha256[:12]}" if self.canonical_sha256 else ""
-        match self.kind:
-            case ProvenanceKind.SIGNED:
-                return f"{where}: {seal}, signed by key id {self.key_id} (verified)"
-            case ProvenanceKind.SIGNATURE_UNVERIFIED:
-                return (
-                    f"{where}: {seal}, signature by key id {self.key_id} not verified "
-                    "(no key given): treat as unsigned"
-                )
-            case ProvenanceKind.UNSIGNED:
-                return (
-                    f"{where}: {seal}, unsigned (the seal detects edits that do not "
-                    "recompute it; only a signature tells your captures from edited ones)"
-                )
-            case ProvenanceKind.BARE:
-                return (
-                    f"{where}: bare bodies read with --bodies (no manifest: nothing shows "
-                    "these bytes were one batch, or unedited)"
-                )
-
-
 @attrs.frozen
 class ReadCapture:
     """A directory's bytes, verified as far as its manifest allows, and their provenance."""
@@ -649,6 +602,16 @@ def _read_manifest(dir_fd: int, directory: Path, verify_key: bytes | None) -> Re
         raise InputError(msg)
     from vllm_evidence.capture.http import clean_target
 
+    seal = manifest.seal
+    signature = None if seal is None else seal.signature
+    provenance = Provenance(
+        directory=str(directory),
+        kind=kind,
+        canonical_sha256=None if seal is None else seal.canonical_sha256,
+        key_id=None if signature is None else signature.key_id,
+        startup_log=log_path,
+        startup_log_sha256=None if manifest.startup_log is None else manifest.startup_log.sha256,
+    )
     try:
         batch = _new_batch(
             batch_id=manifest.batch_id,
@@ -657,25 +620,16 @@ def _read_manifest(dir_fd: int, directory: Path, verify_key: bytes | None) -> Re
             bracket_open=opening[0],
             exchanges=middle,
             bracket_close=closing[0],
+            # Only a signature verified under the caller's key vouches for the bytes.
+            origin=CaptureOrigin.LOADED_SIGNED
+            if kind is ProvenanceKind.SIGNED
+            else CaptureOrigin.LOADED,
+            provenance=provenance,
         )
     except ValueError as exc:
         msg = f"{where}: {exc}"
         raise InputError(msg) from exc
-    seal = manifest.seal
-    signature = None if seal is None else seal.signature
-    return ReadCapture(
-        capture=batch,
-        provenance=Provenance(
-            directory=str(directory),
-            kind=kind,
-            canonical_sha256=None if seal is None else seal.canonical_sha256,
-            key_id=None if signature is None else signature.key_id,
-            startup_log=log_path,
-            startup_log_sha256=None
-            if manifest.startup_log is None
-            else manifest.startup_log.sha256,
-        ),
-    )
+    return ReadCapture(capture=batch, provenance=provenance)
 
 
 def _names(names: set[str]) -> str:
