@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Final, final
 from vllm_evidence._scrub import remember, scrub_body
 from vllm_evidence.capture.batch import (
     CaptureBatch,
-    Exchange,
     CaptureOrigin,
+    Exchange,
     ExchangeRole,
     Transport,
     _new_batch,

@@ -12,8 +12,9 @@ Refusals, earliest first: no log; no front door (the log then speaks for its lau
 a contradiction visible without any witness (another version, another configuration,
 an API-server port that is not the probed port: definite, so named before what is
 missing); front-door bytes that were loaded and that nothing verified (a saved capture
-without a verified signature, an evidence document); the front door gives no observed incarnation marker (unreachable, only
-errors, caller-assembled bodies, the marker absent) or restarted during the batch; no
+without a verified signature, an evidence document); the front door gives no observed
+incarnation marker (unreachable, only errors, caller-assembled bodies, the marker
+absent) or restarted during the batch; no
 witness; a witness without a start time (no ``/proc`` where it ran); and the witness's
 contradictions (start time, log digest, launch, pid).  This decision is the only way
 log evidence reaches a claim about the serving process.
@@ -66,7 +67,9 @@ class LogJoinReason(enum.Enum):
     executor backend, served names, model path, the development routes its route table
     registered)."""
     PORT_CONTRADICTED = "port_contradicted"
-    """The launch's API server was given another port than the one probed."""
+    """The launch's API server was given another port than the one probed, and no
+    receipt was given (with one, its start time decides: a port forward or a proxy may
+    stand between, and the joined arm says so)."""
     CAPTURE_UNVERIFIED = "capture_unverified"
     """The front door's bytes were loaded (a saved capture or an evidence document) and
     nothing verified them: anyone could have edited the marker and recomputed the seal.
@@ -108,6 +111,10 @@ class LogJoined(Sealed):
     """Whether the launch prints ``(APIServer pid=N)`` tags (then all name :attr:`pid`);
     ``False`` where the release prints none."""
     receipt: LaunchReceipt
+    port_note: str | None
+    """When the launch's API server was given another port than the one probed (a port
+    forward, a proxy, a Kubernetes service): said, not held against the join, which the
+    start time decides."""
 
     @property
     def reason(self) -> LogJoinReason:
@@ -122,10 +129,11 @@ class LogJoined(Sealed):
             if self.pid_tagged
             else f"pid {self.pid} (the release prints no APIServer pid tags)"
         )
+        forward = "" if self.port_note is None else f"; {self.port_note} (a forward or a proxy)"
         return (
             f"the receipt's start time {_plain(self.process_start_seconds)} is the front door's "
             f"process_start_time_seconds; its digest of {self.receipt.log_bytes:,} log bytes "
-            f"is the log's; {tags}"
+            f"is the log's; {tags}{forward}"
         )
 
     def _repr_summary(self) -> str:
@@ -162,7 +170,9 @@ _REMEDIES = {
     LogJoinReason.NO_FRONT_DOOR: "none: a log alone establishes claims about its launch only",
     LogJoinReason.VERSION_CONTRADICTED: _OTHER_LOG,
     LogJoinReason.CONFIGURATION_CONTRADICTED: _OTHER_LOG,
-    LogJoinReason.PORT_CONTRADICTED: _OTHER_LOG + " (or probe the port it serves on)",
+    LogJoinReason.PORT_CONTRADICTED: (
+        _OTHER_LOG + " (through a port forward or a proxy, the receipt's start time decides)"
+    ),
     LogJoinReason.CAPTURE_UNVERIFIED: (
         "probe the server itself, or save captures with --sign-key-env and read them with "
         "--verify-key-env (load(..., verify_key=...))"
@@ -327,7 +337,9 @@ def decide_log_join(evidence: Evidence) -> LogJoinDecision:
     if configuration is not None:
         return refuse(LogJoinReason.CONFIGURATION_CONTRADICTED, configuration)
     port = _port_contradiction(evidence)
-    if port is not None:
+    if port is not None and receipt is None:
+        # Without a witness the port is the visible contradiction; with one, the start
+        # time decides, and a port forward or a proxy may well stand between.
         return refuse(LogJoinReason.PORT_CONTRADICTED, port)
     unverified = _unverified_origin(evidence)
     if unverified is not None:
@@ -388,6 +400,7 @@ def decide_log_join(evidence: Evidence) -> LogJoinDecision:
         pid=receipt.pid,
         pid_tagged=bool(launch.api_server_pids),
         receipt=receipt,
+        port_note=port,
     )
 
 

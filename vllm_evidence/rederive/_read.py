@@ -20,7 +20,9 @@ from vllm_evidence.adapters.startup_log.launch import (
     _startup_log_from_bytes,
 )
 from vllm_evidence.assessment import Assessment, assess
+from vllm_evidence.capture._signing import ALGORITHM, canonical, key_id, signature_matches
 from vllm_evidence.capture.batch import (
+    CaptureOrigin,
     Exchange,
     ExchangeRole,
     Transport,
@@ -105,9 +107,18 @@ def _exchange(raw: object, where: str) -> Exchange:
     )
 
 
-def _captured(door: dict[str, Any]) -> CapturedReadback:
+def _captured(door: dict[str, Any], *, verified: bool) -> CapturedReadback:
     where = "front_door"
-    _keys(door, frozenset({"kind", "batch_id", "target", "exchanges"}), where)
+    keys = {"kind", "batch_id", "target", "exchanges"}
+    _keys(door, frozenset(keys | ({"origin"} & door.keys())), where)
+    origin = CaptureOrigin.LOADED
+    if verified and "origin" in door:
+        # Signed under the caller's own key: the origin it recorded is vouched for.
+        recorded = _field(door, "origin", str, where)
+        try:
+            origin = CaptureOrigin(recorded)
+        except ValueError:
+            _malformed(f"{where}.origin", f"unknown origin {recorded!r}")
     exchanges = [
         _exchange(raw, f"front_door.exchanges[{i}]")
         for i, raw in enumerate(_field(door, "exchanges", list, where))
@@ -122,6 +133,9 @@ def _captured(door: dict[str, Any]) -> CapturedReadback:
         opening[0],
         tuple(e for e in exchanges if e.role is ExchangeRole.ROUTE),
         closing[0],
+        # A document is not an observation: unless its signature verified, its bytes come
+        # back as loaded ones, whatever origin it records.
+        origin,
     )
     return readback_from_batch(batch)
 
@@ -159,13 +173,15 @@ def _historical(door: dict[str, Any]) -> HistoricalBundle:
     return _rederive_historical(tuple(bodies.items()), tuple(statuses.items()))
 
 
-def _front_door(raw: object) -> CapturedReadback | HistoricalBundle | None:  # noqa: RET503
+def _front_door(  # noqa: RET503
+    raw: object, *, verified: bool
+) -> CapturedReadback | HistoricalBundle | None:
     if raw is None:
         return None
     door = _object(raw, "front_door")
     kind = _field(door, "kind", str, "front_door")
     if kind == "captured":
-        return _captured(door)
+        return _captured(door, verified=verified)
     if kind == "historical":
         return _historical(door)
     _malformed("front_door", f"unknown kind {kind!r}")
@@ -206,25 +222,69 @@ def _recorded_verdicts(raw: object) -> dict[str, dict[str, str]]:
     return verdicts
 
 
-def loads(text: str | bytes, *, max_chars: int = MAX_DOCUMENT_CHARS) -> Assessment:
+def _verify(document: dict[str, Any], verify_key: bytes | None) -> bool:
+    """Whether the document's signature verified under ``verify_key`` (``False`` when no
+    key was given); a key given and no valid signature is an evidence mismatch."""
+    if verify_key is None:
+        return False
+    raw = document.get("signature")
+    if raw is None:
+        msg = (
+            f"the document is unsigned, but a signature by key id {key_id(verify_key)} is required"
+        )
+        raise EvidenceMismatchError(msg)
+    where = "signature"
+    entry = _object(raw, where)
+    _keys(entry, frozenset({"algorithm", "key_id", "hmac_sha256"}), where)
+    algorithm = _field(entry, "algorithm", str, where)
+    signer = _field(entry, "key_id", str, where)
+    claimed = _field(entry, "hmac_sha256", str, where)
+    if algorithm != ALGORITHM:
+        msg = f"the document is signed with {algorithm!r}, not {ALGORITHM}"
+        raise EvidenceMismatchError(msg)
+    if signer != key_id(verify_key):
+        given = key_id(verify_key)
+        msg = f"the document is signed by key id {signer}, not by the key given ({given})"
+        raise EvidenceMismatchError(msg)
+    if not signature_matches(canonical(document, without="signature"), verify_key, claimed):
+        msg = f"the document's signature by key id {signer} does not verify"
+        raise EvidenceMismatchError(msg)
+    return True
+
+
+def loads(
+    text: str | bytes,
+    *,
+    max_chars: int = MAX_DOCUMENT_CHARS,
+    verify_key: bytes | None = None,
+) -> Assessment:
     """Re-derive an assessment from a :func:`dumps` document.
 
     Every digest is checked, the batch is rebuilt and the adapters and decisions run
-    again; nothing decided is read from the document.  Raises
-    :class:`~vllm_evidence.errors.InputError` for a malformed document or a log that
-    cannot be read again, and :class:`~vllm_evidence.errors.EvidenceMismatchError` when
-    a body or the log does not match its recorded digest or the re-derived verdicts are
-    not the recorded ones.
+    again; nothing decided is read from the document.  A document is not an
+    observation: its batch comes back as *loaded* bytes
+    (:attr:`~vllm_evidence.capture.batch.CaptureOrigin.LOADED`), on which the log join
+    refuses (``capture_unverified``), unless its signature verifies under
+    ``verify_key`` (written by ``dumps(..., sign_key=...)`` with the same key): then the
+    origin it records stands.  Raises :class:`~vllm_evidence.errors.InputError` for a
+    malformed document or a log that cannot be read again, and
+    :class:`~vllm_evidence.errors.EvidenceMismatchError` when a body or the log does not
+    match its recorded digest, a signature required by ``verify_key`` is missing or does
+    not verify, or the re-derived verdicts are not the recorded ones.
     """
     document = _parse(text, max_chars)
     _keys(
         document,
-        frozenset({"schema", "front_door", "startup_log", "launch", "receipt", "verdicts"}),
+        frozenset(
+            {"schema", "front_door", "startup_log", "launch", "receipt", "verdicts"}
+            | ({"signature"} & document.keys())
+        ),
         "document",
     )
+    verified = _verify(document, verify_key)
     recorded = _recorded_verdicts(document["verdicts"])
     launch = _optional_count(document, "launch", "document")
-    front_door = _front_door(document["front_door"])
+    front_door = _front_door(document["front_door"], verified=verified)
     log = _startup_log(document["startup_log"])
     if launch is not None and (log is None or not 0 <= launch < len(log.launches)):
         _malformed("launch", f"launch {launch} is not a launch of the startup log")
@@ -245,8 +305,19 @@ def loads(text: str | bytes, *, max_chars: int = MAX_DOCUMENT_CHARS) -> Assessme
             for claim in CLAIMS
             if derived[claim] != recorded[claim]
         )
+        unverified = (
+            derived["log_join"]["reason"] == "capture_unverified"
+            and recorded["log_join"]["verdict"] == "established"
+        )
+        hint = (
+            ": a log join rests on bytes this process observed, and an unsigned document "
+            "is not an observation (write it with dumps(..., sign_key=KEY) and read it "
+            "with loads(..., verify_key=KEY))"
+            if unverified
+            else ""
+        )
         msg = (
-            f"the evidence does not reproduce the recorded verdicts ({differ}); "
+            f"the evidence does not reproduce the recorded verdicts ({differ}){hint}; "
             "nothing is derived from it"
         )
         raise EvidenceMismatchError(msg)

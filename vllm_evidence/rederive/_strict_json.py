@@ -17,7 +17,7 @@ from datetime import datetime
 from typing import Any, NoReturn, TypeVar
 
 from vllm_evidence.errors import InputError
-from vllm_evidence.rederive._write import SCHEMA
+from vllm_evidence.rederive._write import OLD_SCHEMAS, SCHEMA
 from vllm_evidence.upstream.routes import Route
 
 __all__ = ["MAX_DEPTH", "MAX_DOCUMENT_CHARS"]
@@ -104,7 +104,7 @@ def _parse(text: str | bytes, max_chars: int) -> dict[str, Any]:
         _malformed("document", f"not JSON ({exc})")
     if not isinstance(value, dict):
         _malformed("document", "not a JSON object")
-    if value.get("schema") != SCHEMA:
+    if value.get("schema") not in (SCHEMA, *OLD_SCHEMAS):
         _malformed("schema", f"not {SCHEMA}")
     return value
 

@@ -18,6 +18,7 @@ from vllm_evidence._claims import CLAIMS
 from vllm_evidence._converter import converter
 from vllm_evidence.adapters.startup_log import StartupLog
 from vllm_evidence.assessment import Assessment
+from vllm_evidence.capture._signing import ALGORITHM, canonical, key_id, sign
 from vllm_evidence.capture.batch import Exchange
 from vllm_evidence.capture.log import read_log_bytes
 from vllm_evidence.errors import InputError
@@ -26,7 +27,10 @@ from vllm_evidence.readback.front_door import CapturedReadback, HistoricalBundle
 
 __all__ = ["SCHEMA", "dumps"]
 
-SCHEMA = "vllm-evidence.evidence/2"
+SCHEMA = "vllm-evidence.evidence/3"
+#: Read too: a ``/2`` document has no ``origin`` and no ``signature`` (its batch loads as
+#: unverified bytes, as every unsigned document's does).
+OLD_SCHEMAS = ("vllm-evidence.evidence/2",)
 
 
 def _b64(data: bytes) -> str:
@@ -58,6 +62,7 @@ def _front_door_json(front_door: CapturedReadback | HistoricalBundle) -> dict[st
             "kind": "captured",
             "batch_id": batch.batch_id,
             "target": batch.target,
+            "origin": batch.origin.value,
             "exchanges": [_exchange_json(e) for e in batch.all_exchanges()],
         }
     return {
@@ -112,13 +117,14 @@ class _EvidenceDocument:
 
     assessment: Assessment
     embed_log: bool
+    sign_key: bytes | None = attrs.field(default=None, repr=False)
 
 
 def _evidence_document(document: _EvidenceDocument) -> dict[str, object]:
     assessment = document.assessment
     evidence = assessment.evidence
     log = assessment.startup_log
-    return {
+    body: dict[str, object] = {
         "schema": SCHEMA,
         "front_door": None
         if evidence.front_door is None
@@ -128,13 +134,26 @@ def _evidence_document(document: _EvidenceDocument) -> dict[str, object]:
         "receipt": None if evidence.receipt is None else _b64(evidence.receipt.raw),
         "verdicts": _verdicts(assessment),
     }
+    if document.sign_key is not None:
+        covered = canonical(body, without="signature")
+        body["signature"] = {
+            "algorithm": ALGORITHM,
+            "key_id": key_id(document.sign_key),
+            "hmac_sha256": sign(covered, document.sign_key),
+        }
+    return body
 
 
 converter.register_unstructure_hook(_EvidenceDocument, _evidence_document)
 
 
-def dumps(assessment: Assessment, *, embed_log: bool = False) -> str:
-    """The assessment's raw evidence as one JSON document (``vllm-evidence.evidence/2``).
+def dumps(assessment: Assessment, *, embed_log: bool = False, sign_key: bytes | None = None) -> str:
+    """The assessment's raw evidence as one JSON document (``vllm-evidence.evidence/3``).
+
+    A document is not an observation: :func:`~vllm_evidence.rederive.loads` rebuilds its
+    batch as *loaded* bytes, so a log join established on probed bytes does not come back
+    from it, unless the document is signed (``sign_key``: an HMAC-SHA256 over the
+    canonical document, with the key's id) and read with the same key (``verify_key``).
 
     The startup log goes by reference (path, SHA-256, size) unless ``embed_log``: then
     its bytes go too, read again now and checked against its digest.  Raises
@@ -142,5 +161,5 @@ def dumps(assessment: Assessment, *, embed_log: bool = False) -> str:
     read it again) or one that can no longer be read, and
     :class:`~vllm_evidence.errors.EvidenceMismatchError` for a log that changed since.
     """
-    document = converter.unstructure(_EvidenceDocument(assessment, embed_log))
+    document = converter.unstructure(_EvidenceDocument(assessment, embed_log, sign_key))
     return json.dumps(document, indent=2, sort_keys=True) + "\n"
