@@ -47,9 +47,8 @@ from vllm_evidence.decisions._common import (
     RESTARTED_REMEDY,
     refusal_summary,
     scope,
-    serving_gate,
+    serving_decision,
 )
-from vllm_evidence.decisions.log_join import log_not_joined
 from vllm_evidence.readback.evidence import (
     Evidence,
     Subject,
@@ -189,33 +188,21 @@ def _law(version: Version | None, source: CapacitySource) -> CapacityLaw | LawNo
 def decide_capacity(evidence: Evidence) -> CapacityDecision:
     """Each DP engine's KV-cache token capacity, by the release's capacity laws: of the
     serving process with a front door, of the log's launch without one."""
-    gate = serving_gate(evidence)
-    if gate is not None:
-        reason, detail, remedy = gate
-        return _refusal(evidence, CapacityReason(reason), detail, remedy)
-    unjoined = log_not_joined(evidence)
-    if unjoined is None:
-        return _decide(evidence)
-    alone = _decide(evidence.without_log())
-    if isinstance(alone, CapacityEstablished):
-        return alone
-    full = _decide(evidence)
-    if type(full) is type(alone) and full.reason is alone.reason:
-        return alone
-    return _refusal(
-        evidence,
-        CapacityReason.LOG_NOT_JOINED,
-        f"the startup log is not joined to this front door ({unjoined.reason.value}: "
-        f"{unjoined.detail}); the front door alone: {alone.detail}",
-        unjoined.remedy,
-    )
+    return serving_decision(evidence, _decide, CapacityEstablished, _refusal)
 
 
 def _refusal(
-    evidence: Evidence, reason: CapacityReason, detail: str, remedy: str
+    evidence: Evidence, reason: str, detail: str, remedy: str, alone: CapacityDecision | None
 ) -> CapacityRefused:
+    """A refusal before any figure is read: the gate's, or ``log_not_joined``."""
+    del alone  # a capacity refusal of the gate or the join carries no figures
     return _mint_refused(
-        subject=evidence.subject, reason=reason, detail=detail, remedy=remedy, engines=(), laws=()
+        subject=evidence.subject,
+        reason=CapacityReason(reason),
+        detail=detail,
+        remedy=remedy,
+        engines=(),
+        laws=(),
     )
 
 
