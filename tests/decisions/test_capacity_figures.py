@@ -74,4 +74,21 @@ def test_engines_missing_past_the_world_bound_name_runs() -> None:
     decision = assess(None, log(text)).capacity
     assert isinstance(decision, CapacityRefused)
     assert decision.reason is CapacityReason.ENGINES_MISSING
-    assert "engine(s) 1..65536 have no capacity figure" in decision.detail
+    # the size the source resolves, not the number of runs plus figures
+    assert decision.detail == (
+        "the same source resolves 65537 DP engines, but engine(s) 1..65536 have no capacity figure"
+    )
+
+
+def test_engines_missing_within_the_world_bound_name_each_engine() -> None:
+    text = (
+        banner("0.32.0")
+        + engine_init(tp=1, dp=4)
+        + one_line_capacity("4,096", KV_DP0)
+        + one_line_capacity("4,096", "(EngineCore_DP2 pid=203) INFO 11-30 04:11:21 [kv.py:1] ")
+    )
+    decision = assess(None, log(text)).capacity
+    assert isinstance(decision, CapacityRefused)
+    assert decision.detail == (
+        "the same source resolves 4 DP engines, but engine(s) 1, 3 have no capacity figure"
+    )

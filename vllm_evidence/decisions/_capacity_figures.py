@@ -40,6 +40,7 @@ __all__ = [
     "missing_ranges",
     "product_engine",
     "product_figures",
+    "resolved_dp",
     "v0_engine",
 ]
 
@@ -124,7 +125,7 @@ def log_figures(launch: Launch) -> list[EngineCapacity]:
     return out
 
 
-def _resolved_dp(evidence: Evidence, figures: list[EngineCapacity]) -> int | None:
+def resolved_dp(evidence: Evidence, figures: list[EngineCapacity]) -> int | None:
     """The DP size the figures' own source resolves (the log's, or /server_info's)."""
     from_log = figures[0].source_kind is CapacitySource.LOG_CAPACITY_LINE
     if from_log and evidence.launch is not None and evidence.launch.engine_config is not None:
@@ -156,7 +157,7 @@ def figures_conflict(evidence: Evidence, figures: list[EngineCapacity]) -> str |
                     f"engine {engine} has {len(distinct)} different capacity figures from one "
                     f"source: {_shown([str(t) for t in distinct])} ({group[0].source})"
                 )
-    size = _resolved_dp(evidence, figures)
+    size = resolved_dp(evidence, figures)
     if size is None:
         return None
     extra = sorted(
@@ -179,7 +180,7 @@ def missing_engines(
     evidence: Evidence, figures: list[EngineCapacity], engines: tuple[EngineCapacity, ...]
 ) -> list[str]:
     """DP engines the figures' own source resolves but gives no figure for."""
-    size = _resolved_dp(evidence, figures)
+    size = resolved_dp(evidence, figures)
     if size is None:
         return []
     have = {e.engine for e in engines}

@@ -40,6 +40,7 @@ from vllm_evidence.decisions._capacity_figures import (
     missing_engines,
     product_engine,
     product_figures,
+    resolved_dp,
     v0_engine,
 )
 from vllm_evidence.decisions._common import (
@@ -298,7 +299,7 @@ def _decide(evidence: Evidence) -> CapacityDecision:
                 subject=evidence.subject,
                 reason=CapacityReason.ENGINES_MISSING,
                 detail=(
-                    f"the same source resolves {len(missing) + len(engines)} DP engines, but "
+                    f"the same source resolves {resolved_dp(evidence, primary)} DP engines, but "
                     f"engine(s) {', '.join(missing)} have no capacity figure"
                 ),
                 remedy="read every DP engine (under external load balancing, each API "
