@@ -430,7 +430,10 @@ def _decide(evidence: Evidence) -> CapacityDecision:
 
 
 def _engines_summary(engines: Sequence[EngineCapacity]) -> str:
-    """``engine 0: 4,194,304 tokens`` for each engine (the first three, then a count)."""
+    """``engine 0: 4,194,304 tokens`` for each engine (the first three, then a count).
+
+    Never empty: an established or reported capacity has a figure, and a refusal shows
+    its figures only when it holds some."""
     shown = [f"engine {e.engine}: {e.tokens}" for e in engines[:3]]
     more = [f"…({len(engines)} engines)"] if len(engines) > 3 else []
-    return "; ".join(shown + more) if engines else "no engines"
+    return "; ".join(shown + more)
