@@ -40,6 +40,7 @@ __all__ = [
     "missing_ranges",
     "product_engine",
     "product_figures",
+    "resolved_dp",
     "v0_engine",
 ]
 
@@ -135,7 +136,7 @@ def resolved_dp(evidence: Evidence, figures: list[EngineCapacity]) -> int | None
     return None
 
 
-def shown(names: Sequence[str], limit: int = 8) -> str:
+def _shown(names: Sequence[str], limit: int = 8) -> str:
     """``a, b, c`` for the first ``limit`` names, then how many more."""
     more = f", … ({len(names) - limit} more)" if len(names) > limit else ""
     return ", ".join(names[:limit]) + more
@@ -149,12 +150,12 @@ def figures_conflict(evidence: Evidence, figures: list[EngineCapacity]) -> str |
     says does not exist: neither the smaller figure nor the extra engine is a capacity.
     """
     if figures[0].source_kind is CapacitySource.LABEL_KV_CACHE_SIZE_TOKENS:
-        for engine, group in sorted(by_engine(figures).items()):
+        for engine, group in sorted(_by_engine(figures).items()):
             distinct = sorted({f.tokens for f in group})
             if len(distinct) > 1:
                 return (
                     f"engine {engine} has {len(distinct)} different capacity figures from one "
-                    f"source: {shown([str(t) for t in distinct])} ({group[0].source})"
+                    f"source: {_shown([str(t) for t in distinct])} ({group[0].source})"
                 )
     size = resolved_dp(evidence, figures)
     if size is None:
@@ -171,7 +172,7 @@ def figures_conflict(evidence: Evidence, figures: list[EngineCapacity]) -> str |
         return None
     return (
         f"the same source resolves {size} DP engine(s), but has capacity figures for "
-        f"engine(s) {shown(extra)} past it"
+        f"engine(s) {_shown(extra)} past it"
     )
 
 
@@ -204,7 +205,7 @@ def missing_ranges(size: int, have: set[str]) -> list[str]:
     return runs
 
 
-def by_engine(figures: list[EngineCapacity]) -> dict[str, list[EngineCapacity]]:
+def _by_engine(figures: list[EngineCapacity]) -> dict[str, list[EngineCapacity]]:
     grouped: dict[str, list[EngineCapacity]] = {}
     for f in figures:
         grouped.setdefault(f.engine, []).append(f)
@@ -214,7 +215,7 @@ def by_engine(figures: list[EngineCapacity]) -> dict[str, list[EngineCapacity]]:
 def min_per_engine(figures: list[EngineCapacity]) -> tuple[EngineCapacity, ...]:
     """One figure per engine: the smallest (vLLM takes the minimum over ranks)."""
     return tuple(
-        min(group, key=lambda f: f.tokens) for _, group in sorted(by_engine(figures).items())
+        min(group, key=lambda f: f.tokens) for _, group in sorted(_by_engine(figures).items())
     )
 
 

@@ -40,6 +40,7 @@ from vllm_evidence.decisions._capacity_figures import (
     missing_engines,
     product_engine,
     product_figures,
+    resolved_dp,
     v0_engine,
 )
 from vllm_evidence.decisions._common import (
@@ -47,9 +48,8 @@ from vllm_evidence.decisions._common import (
     RESTARTED_REMEDY,
     refusal_summary,
     scope,
-    serving_gate,
+    serving_decision,
 )
-from vllm_evidence.decisions.log_join import log_not_joined
 from vllm_evidence.readback.evidence import (
     Evidence,
     Subject,
@@ -189,33 +189,21 @@ def _law(version: Version | None, source: CapacitySource) -> CapacityLaw | LawNo
 def decide_capacity(evidence: Evidence) -> CapacityDecision:
     """Each DP engine's KV-cache token capacity, by the release's capacity laws: of the
     serving process with a front door, of the log's launch without one."""
-    gate = serving_gate(evidence)
-    if gate is not None:
-        reason, detail, remedy = gate
-        return _refusal(evidence, CapacityReason(reason), detail, remedy)
-    unjoined = log_not_joined(evidence)
-    if unjoined is None:
-        return _decide(evidence)
-    alone = _decide(evidence.without_log())
-    if isinstance(alone, CapacityEstablished):
-        return alone
-    full = _decide(evidence)
-    if type(full) is type(alone) and full.reason is alone.reason:
-        return alone
-    return _refusal(
-        evidence,
-        CapacityReason.LOG_NOT_JOINED,
-        f"the startup log is not joined to this front door ({unjoined.reason.value}: "
-        f"{unjoined.detail}); the front door alone: {alone.detail}",
-        unjoined.remedy,
-    )
+    return serving_decision(evidence, _decide, CapacityEstablished, _refusal)
 
 
 def _refusal(
-    evidence: Evidence, reason: CapacityReason, detail: str, remedy: str
+    evidence: Evidence, reason: str, detail: str, remedy: str, alone: CapacityDecision | None
 ) -> CapacityRefused:
+    """A refusal before any figure is read: the gate's, or ``log_not_joined``."""
+    del alone  # a capacity refusal of the gate or the join carries no figures
     return _mint_refused(
-        subject=evidence.subject, reason=reason, detail=detail, remedy=remedy, engines=(), laws=()
+        subject=evidence.subject,
+        reason=CapacityReason(reason),
+        detail=detail,
+        remedy=remedy,
+        engines=(),
+        laws=(),
     )
 
 
@@ -311,7 +299,7 @@ def _decide(evidence: Evidence) -> CapacityDecision:
                 subject=evidence.subject,
                 reason=CapacityReason.ENGINES_MISSING,
                 detail=(
-                    f"the same source resolves {len(missing) + len(engines)} DP engines, but "
+                    f"the same source resolves {resolved_dp(evidence, primary)} DP engines, but "
                     f"engine(s) {', '.join(missing)} have no capacity figure"
                 ),
                 remedy="read every DP engine (under external load balancing, each API "
@@ -442,7 +430,10 @@ def _decide(evidence: Evidence) -> CapacityDecision:
 
 
 def _engines_summary(engines: Sequence[EngineCapacity]) -> str:
-    """``engine 0: 4,194,304 tokens`` for each engine (the first three, then a count)."""
+    """``engine 0: 4,194,304 tokens`` for each engine (the first three, then a count).
+
+    Never empty: an established or reported capacity has a figure, and a refusal shows
+    its figures only when it holds some."""
     shown = [f"engine {e.engine}: {e.tokens}" for e in engines[:3]]
     more = [f"…({len(engines)} engines)"] if len(engines) > 3 else []
-    return "; ".join(shown + more) if engines else "no engines"
+    return "; ".join(shown + more)

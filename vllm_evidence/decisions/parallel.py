@@ -31,7 +31,7 @@ from vllm_evidence.decisions._common import (
     rank_ranges,
     refusal_summary,
     scope,
-    serving_gate,
+    serving_decision,
 )
 from vllm_evidence.decisions._parallel_configuration import (
     ResolvedParallel,
@@ -39,7 +39,6 @@ from vllm_evidence.decisions._parallel_configuration import (
     resolve_from_http,
     resolve_from_log,
 )
-from vllm_evidence.decisions.log_join import log_not_joined
 from vllm_evidence.readback.evidence import Evidence, Source, Subject, log_source, parsed
 from vllm_evidence.upstream import (
     Law,
@@ -229,40 +228,18 @@ def _population(
 def decide_parallel(evidence: Evidence) -> ParallelDecision:
     """Whether the resolved parallel layout is realized with every rank present: of the
     serving process with a front door, of the log's launch without one."""
-    gate = serving_gate(evidence)
-    if gate is not None:
-        reason, detail, remedy = gate
-        return _refusal(evidence, ParallelReason(reason), detail, remedy)
-    unjoined = log_not_joined(evidence)
-    if unjoined is None:
-        return _decide(evidence)
-    alone = _decide(evidence.without_log())
-    if isinstance(alone, ParallelEstablished):
-        return alone
-    full = _decide(evidence)
-    if type(full) is type(alone) and full.reason is alone.reason:
-        return alone
-    return _refusal(
-        evidence,
-        ParallelReason.LOG_NOT_JOINED,
-        f"the startup log is not joined to this front door ({unjoined.reason.value}: "
-        f"{unjoined.detail}); the front door alone: {alone.detail}",
-        unjoined.remedy,
-        product=alone.world_size_product,
-    )
+    return serving_decision(evidence, _decide, ParallelEstablished, _refusal)
 
 
 def _refusal(
-    evidence: Evidence,
-    reason: ParallelReason,
-    detail: str,
-    remedy: str,
-    *,
-    product: int | None = None,
+    evidence: Evidence, reason: str, detail: str, remedy: str, alone: ParallelDecision | None
 ) -> ParallelRefused:
+    """A refusal before any configuration is resolved: the gate's, or ``log_not_joined``
+    (which keeps the front door's own ``/get_world_size`` product)."""
+    product = alone.world_size_product if isinstance(alone, ParallelRefused) else None
     return _mint_refused(
         subject=evidence.subject,
-        reason=reason,
+        reason=ParallelReason(reason),
         detail=detail,
         remedy=remedy,
         configuration=None,
