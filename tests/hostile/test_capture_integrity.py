@@ -21,6 +21,7 @@ import pytest
 
 from tests._paths import REAL
 from tests._reseal import reseal
+from vllm_evidence.capture.batch import CaptureBatch, CaptureOrigin
 from vllm_evidence.capture.directory import (
     MANIFEST,
     ProvenanceKind,
@@ -207,11 +208,15 @@ def test_every_tamper_is_refused_under_the_key(
     if without_key:
         with pytest.raises(InputError):
             read_capture(copy)
-    else:  # what an unsigned capture cannot stop: the provenance says so
-        assert read_capture(copy).provenance.kind in {
+    else:  # what an unsigned capture cannot stop: the provenance says so, and its bytes
+        # are loaded ones that no log can be joined to (log_join: capture_unverified)
+        read = read_capture(copy)
+        assert read.provenance.kind in {
             ProvenanceKind.UNSIGNED,
             ProvenanceKind.SIGNATURE_UNVERIFIED,
         }
+        assert isinstance(read.capture, CaptureBatch)
+        assert read.capture.origin is CaptureOrigin.LOADED
 
 
 def test_the_untouched_capture_verifies(signed: Path) -> None:
