@@ -15,7 +15,7 @@ import tempfile
 from decimal import Decimal
 
 import pytest
-from hypothesis import HealthCheck, find, given, settings
+from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 
 from vllm_evidence.adapters.outcome import Parsed
@@ -218,8 +218,16 @@ def test_an_impossible_knob_combination_is_refused_when_the_strategy_is_made(
     ],
 )
 def test_a_possible_knob_combination_draws(knobs: dict[str, object]) -> None:
-    server = find(servers(**knobs), lambda s: True)  # type: ignore[arg-type]
-    assert isinstance(server, GeneratedServer)
+    drawn: list[GeneratedServer] = []
+
+    @settings(max_examples=5, database=None, deadline=None)
+    @given(servers(**knobs))  # type: ignore[arg-type]
+    def draw(server: GeneratedServer) -> None:
+        drawn.append(server)
+
+    draw()
+    assert drawn
+    assert all(isinstance(server, GeneratedServer) for server in drawn)
 
 
 # --- mixed builds --------------------------------------------------------------------
@@ -360,13 +368,20 @@ def _careful_policy(server: GeneratedServer) -> bool:
 
 
 def test_a_policy_that_forgets_the_log_join_is_caught_by_mixed_builds() -> None:
-    @settings(database=None, deadline=None)  # the default example budget
+    tried: list[GeneratedServer] = []
+
+    # the default example budget; no shrinking, so the count is the examples it took
+    @settings(database=None, deadline=None, phases=[Phase.generate])
     @given(mixed_builds())
     def never_admits_a_mixed_build(server: GeneratedServer) -> None:
+        tried.append(server)
         assert not _forgetful_policy(server)
 
     with pytest.raises(AssertionError):
         never_admits_a_mixed_build()
+    assert len(tried) <= settings.get_profile("default").max_examples
+    assert _forgetful_policy(tried[-1])
+    assert tried[-1].mixed
 
 
 def test_a_policy_with_the_log_join_passes_the_same_test() -> None:
