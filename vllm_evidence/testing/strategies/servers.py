@@ -33,9 +33,8 @@ from vllm_evidence.adapters.receipt import LaunchReceipt, parse_launch_receipt
 from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
 from vllm_evidence.assessment import Assessment, assess
 from vllm_evidence.capture.batch import CaptureBatch
-from vllm_evidence.capture.generated import _answered_batch
 from vllm_evidence.readback import CapturedReadback, readback_from_batch
-from vllm_evidence.testing._capture import CaptureDirectory
+from vllm_evidence.testing._capture import CaptureDirectory, _generated_batch
 from vllm_evidence.testing.strategies.launches import (
     _MAX_TICKS,
     WitnessedLaunch,
@@ -47,15 +46,8 @@ from vllm_evidence.testing.strategies.launches import (
     _witnessed_from,
 )
 from vllm_evidence.testing.strategies.logs import GeneratedLaunch, GeneratedLog, _log
-from vllm_evidence.upstream.routes import Route
 
 __all__ = ["GeneratedServer", "mixed_builds", "servers"]
-
-#: Where a generated batch says it was read (nothing listens there; nothing is sent).
-GENERATED_TARGET = "http://127.0.0.1:8000"
-
-_JSON = (("content-type", "application/json"),)
-_TEXT = (("content-type", "text/plain; version=1.0.0; charset=utf-8"),)
 
 
 @final
@@ -116,17 +108,6 @@ class GeneratedServer:
         )
 
 
-def _batch(door: CaptureDirectory, closing_metrics: bytes | None) -> CaptureBatch:
-    answers = {
-        route: (door.statuses.get(route, 200), _TEXT if route is Route.METRICS else _JSON, body)
-        for route, body in door.bodies.items()
-    }
-    closing = None if closing_metrics is None else (200, _TEXT, closing_metrics)
-    return _answered_batch(
-        GENERATED_TARGET, answers, closing_metrics=closing, development_routes=False
-    )
-
-
 def _server(
     door: WitnessedLaunch, given: WitnessedLaunch, *, mixed: bool, restart_ticks: int | None
 ) -> GeneratedServer:
@@ -140,7 +121,7 @@ def _server(
     return GeneratedServer(
         front_door_launch=launch,
         front_door=shown,
-        batch=_batch(shown, closing),
+        batch=_generated_batch(shown, closing_metrics=closing, development_routes=False),
         log=given.log,
         receipt=given.receipt,
         start_time=door.start_time,
