@@ -296,7 +296,14 @@ def test_an_unsigned_capture_says_so_and_is_refused_under_a_key(tmp_path: Path) 
         saved = tmp_path / "capture"
         assert _cli("probe", door.url, "--save", str(saved)).returncode == 0
     out = _cli("explain", str(saved))
-    assert "unsigned" in out.stdout.splitlines()[-1]
+    provenance = out.stdout.splitlines()[2]
+    assert provenance.startswith("  provenance: capture directory ")
+    assert "unsigned" in provenance
+    document = json.loads(_cli("explain", str(saved), "--json").stdout)
+    source = document["front_door"]["source"]
+    assert source["origin"] == "loaded"
+    assert source["provenance"]["kind"] == "unsigned"
+    assert "unsigned" in source["provenance"]["description"]
     refused = _cli("explain", str(saved), "--verify-key-env", "SIGN", env={"SIGN": "k"})
     assert refused.returncode == 2
     assert "unsigned, but a signature by key id" in refused.stderr

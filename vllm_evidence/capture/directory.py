@@ -27,9 +27,7 @@ assembled, which prove nothing about one batch.
 
 from __future__ import annotations
 
-import enum
 import hashlib
-import hmac
 import json
 import os
 import re
@@ -43,10 +41,14 @@ import attrs
 import cattrs
 
 from vllm_evidence._converter import converter
+from vllm_evidence.capture._signing import ALGORITHM, canonical, key_id, sign, signature_matches
 from vllm_evidence.capture.batch import (
     CaptureBatch,
+    CaptureOrigin,
     Exchange,
     ExchangeRole,
+    Provenance,
+    ProvenanceKind,
     Transport,
     _new_batch,
     _new_exchange,
@@ -81,7 +83,6 @@ _OLD_SCHEMAS = ("vllm-evidence/capture-manifest/1",)
 STARTUP_LOG = "startup.log"
 _CLOSE_SUFFIX = "__bracket_close"
 _REASONS = {200: "OK", 302: "Found", 401: "Unauthorized", 404: "Not Found"}
-_SIGNATURE_ALGORITHM = "hmac-sha256"
 
 #: The largest body a saved capture may list (eight times the probe's default cap).
 MAX_SAVED_BODY_BYTES: Final = 64 * 1024 * 1024
@@ -104,11 +105,6 @@ def _headers_text(exchange: Exchange) -> str:
     lines = [f"HTTP/1.1 {exchange.status} {reason}".rstrip()]
     lines += [f"{key}: {value}" for key, value in exchange.headers]
     return "\n".join(lines) + "\n"
-
-
-def key_id(key: bytes) -> str:
-    """A signing key's public name: the first 8 hex digits of its SHA-256."""
-    return hashlib.sha256(key).hexdigest()[:8]
 
 
 @attrs.frozen(kw_only=True)
@@ -205,16 +201,6 @@ def _entry(exchange: Exchange) -> ManifestEntry:
     )
 
 
-def _canonical(document: dict[str, Any]) -> bytes:
-    """The bytes a seal covers: the document without ``seal``, compact, keys sorted."""
-    unsealed = {key: value for key, value in document.items() if key != "seal"}
-    return json.dumps(unsealed, sort_keys=True, separators=(",", ":"), ensure_ascii=True).encode()
-
-
-def _sign(canonical: bytes, key: bytes) -> str:
-    return hmac.new(key, canonical, hashlib.sha256).hexdigest()
-
-
 def manifest_document(
     capture: CaptureBatch, *, startup_log: SavedLog | None = None, sign_key: bytes | None = None
 ) -> dict[str, Any]:
@@ -232,17 +218,17 @@ def _manifest(
         requests=[_entry(exchange) for exchange in capture.all_exchanges()],
         startup_log=startup_log,
     )
-    canonical = _canonical(_manifest_json(unsealed))
+    covered = canonical(_manifest_json(unsealed), without="seal")
     signature = (
         None
         if sign_key is None
         else Signature(
-            algorithm=_SIGNATURE_ALGORITHM,
+            algorithm=ALGORITHM,
             key_id=key_id(sign_key),
-            hmac_sha256=_sign(canonical, sign_key),
+            hmac_sha256=sign(covered, sign_key),
         )
     )
-    seal = Seal(canonical_sha256=hashlib.sha256(canonical).hexdigest(), signature=signature)
+    seal = Seal(canonical_sha256=hashlib.sha256(covered).hexdigest(), signature=signature)
     return attrs.evolve(unsealed, seal=seal)
 
 
@@ -323,56 +309,6 @@ def _copy_log(source: Path, target: Path) -> SavedLog:
         msg = f"{source}: cannot copy the startup log ({exc.strerror})"
         raise InputError(msg) from None
     return SavedLog(file=STARTUP_LOG, sha256=digest.hexdigest(), size=size)
-
-
-class ProvenanceKind(enum.Enum):
-    """What a read directory proves about its bytes."""
-
-    SIGNED = "signed"
-    """Sealed, and the signature verified under the key given."""
-    SIGNATURE_UNVERIFIED = "signature_unverified"
-    """Sealed and signed, but no key was given to verify the signature with."""
-    UNSIGNED = "unsigned"
-    """Sealed without a signature: edits that recompute the seal are not detected."""
-    BARE = "bare"
-    """No manifest: bodies a caller assembled, read because ``bodies=True`` was asked."""
-
-
-@attrs.frozen
-class Provenance:
-    """Where a read capture's bytes come from, and what vouches for them."""
-
-    directory: str
-    kind: ProvenanceKind
-    canonical_sha256: str | None
-    key_id: str | None
-    startup_log: str | None
-    """The path of the startup log the manifest lists (digest checked), if any."""
-    startup_log_sha256: str | None
-    """Its SHA-256 as listed: a reader of the log compares the digest it computes."""
-
-    def describe(self) -> str:
-        """One line for a report."""
-        where = f"capture directory {self.directory}"
-        seal = f"manifest sha256 {self.canonical_sha256[:12]}" if self.canonical_sha256 else ""
-        match self.kind:
-            case ProvenanceKind.SIGNED:
-                return f"{where}: {seal}, signed by key id {self.key_id} (verified)"
-            case ProvenanceKind.SIGNATURE_UNVERIFIED:
-                return (
-                    f"{where}: {seal}, signature by key id {self.key_id} not verified "
-                    "(no key given): treat as unsigned"
-                )
-            case ProvenanceKind.UNSIGNED:
-                return (
-                    f"{where}: {seal}, unsigned (the seal detects edits that do not "
-                    "recompute it; only a signature tells your captures from edited ones)"
-                )
-            case ProvenanceKind.BARE:
-                return (
-                    f"{where}: bare bodies read with --bodies (no manifest: nothing shows "
-                    "these bytes were one batch, or unedited)"
-                )
 
 
 @attrs.frozen
@@ -568,8 +504,8 @@ def _seal_kind(
     seal = manifest.seal
     if seal is None:
         raise _integrity(where, "the manifest has no seal")
-    canonical = _canonical(document)
-    if hashlib.sha256(canonical).hexdigest() != seal.canonical_sha256:
+    covered = canonical(document, without="seal")
+    if hashlib.sha256(covered).hexdigest() != seal.canonical_sha256:
         raise _integrity(where, "the manifest does not match its seal (canonical_sha256)")
     signature = seal.signature
     if verify_key is None:
@@ -578,14 +514,14 @@ def _seal_kind(
         raise _integrity(
             where, f"unsigned, but a signature by key id {key_id(verify_key)} is required"
         )
-    if signature.algorithm != _SIGNATURE_ALGORITHM:
-        raise _integrity(where, f"signed with {signature.algorithm!r}, not {_SIGNATURE_ALGORITHM}")
+    if signature.algorithm != ALGORITHM:
+        raise _integrity(where, f"signed with {signature.algorithm!r}, not {ALGORITHM}")
     if signature.key_id != key_id(verify_key):
         raise _integrity(
             where,
             f"signed by key id {signature.key_id}, not by the key given ({key_id(verify_key)})",
         )
-    if not hmac.compare_digest(_sign(canonical, verify_key), signature.hmac_sha256):
+    if not signature_matches(covered, verify_key, signature.hmac_sha256):
         raise _integrity(where, f"the signature by key id {signature.key_id} does not verify")
     return ProvenanceKind.SIGNED
 
@@ -649,6 +585,16 @@ def _read_manifest(dir_fd: int, directory: Path, verify_key: bytes | None) -> Re
         raise InputError(msg)
     from vllm_evidence.capture.http import clean_target
 
+    seal = manifest.seal
+    signature = None if seal is None else seal.signature
+    provenance = Provenance(
+        directory=str(directory),
+        kind=kind,
+        canonical_sha256=None if seal is None else seal.canonical_sha256,
+        key_id=None if signature is None else signature.key_id,
+        startup_log=log_path,
+        startup_log_sha256=None if manifest.startup_log is None else manifest.startup_log.sha256,
+    )
     try:
         batch = _new_batch(
             batch_id=manifest.batch_id,
@@ -657,25 +603,16 @@ def _read_manifest(dir_fd: int, directory: Path, verify_key: bytes | None) -> Re
             bracket_open=opening[0],
             exchanges=middle,
             bracket_close=closing[0],
+            # Only a signature verified under the caller's key vouches for the bytes.
+            origin=CaptureOrigin.LOADED_SIGNED
+            if kind is ProvenanceKind.SIGNED
+            else CaptureOrigin.LOADED,
+            provenance=provenance,
         )
     except ValueError as exc:
         msg = f"{where}: {exc}"
         raise InputError(msg) from exc
-    seal = manifest.seal
-    signature = None if seal is None else seal.signature
-    return ReadCapture(
-        capture=batch,
-        provenance=Provenance(
-            directory=str(directory),
-            kind=kind,
-            canonical_sha256=None if seal is None else seal.canonical_sha256,
-            key_id=None if signature is None else signature.key_id,
-            startup_log=log_path,
-            startup_log_sha256=None
-            if manifest.startup_log is None
-            else manifest.startup_log.sha256,
-        ),
-    )
+    return ReadCapture(capture=batch, provenance=provenance)
 
 
 def _names(names: set[str]) -> str:

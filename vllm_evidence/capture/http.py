@@ -23,6 +23,7 @@ from vllm_evidence._scrub import remember, scrub_body
 from vllm_evidence.capture.batch import (
     NOT_SENT_DETAILS,
     CaptureBatch,
+    CaptureOrigin,
     Exchange,
     ExchangeRole,
     Transport,
@@ -380,6 +381,7 @@ async def probe(
             bracket_open=opening,
             exchanges=tuple(middle),
             bracket_close=closing,
+            origin=CaptureOrigin.PROBED,
         )
 
     if client is not None:
