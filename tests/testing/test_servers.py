@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 from vllm_evidence.adapters.outcome import Parsed
 from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
 from vllm_evidence.assessment import Subject, assess
+from vllm_evidence.capture.batch import CaptureOrigin
 from vllm_evidence.capture.http import probe_sync
 from vllm_evidence.decisions import (
     LogJoined,
@@ -286,6 +287,9 @@ def test_servers_are_drawn_without_a_socket(no_connections: None) -> None:
     @given(servers())
     def draw(server: GeneratedServer) -> None:
         assert server.readback().batch is server.batch
+        # marked as the test kit's, and it sent nothing
+        assert server.batch.origin is CaptureOrigin.GENERATED
+        assert server.batch.request_lines() == ()
 
     draw()
 
@@ -301,6 +305,8 @@ def test_the_generated_batch_reads_like_a_probe_of_the_same_front_door(
     ):
         probed = probe_sync(door.url, development_routes=False, timeout=5.0, deadline=10.0)
     made = server.batch
+    assert probed.origin is CaptureOrigin.PROBED
+    assert made.origin is CaptureOrigin.GENERATED
     assert [e.route for e in made.all_exchanges()] == [e.route for e in probed.all_exchanges()]
     assert [e.role for e in made.all_exchanges()] == [e.role for e in probed.all_exchanges()]
     for ours, theirs in zip(made.all_exchanges(), probed.all_exchanges(), strict=True):

@@ -358,8 +358,11 @@ class CaptureBatch(Sealed):
         exactly as sent (``("GET", "/prefix/metrics")``).  An exchange whose request
         never left (the batch deadline had passed, or the request could not be formed;
         :data:`NOT_SENT_DETAILS`) has no line.  It is derived from the exchanges, so a
-        saved and loaded batch gives the same lines.
+        saved and loaded batch gives the same lines; a batch the test kit generated
+        (:attr:`CaptureOrigin.GENERATED`) sent nothing and has none.
         """
+        if self.origin is CaptureOrigin.GENERATED:
+            return ()
         base = "/" + self.target.partition("://")[2].partition("/")[2]
         base = base.rstrip("/")
         return tuple(

@@ -17,6 +17,7 @@ from datetime import UTC, datetime, timedelta
 
 from vllm_evidence.capture.batch import (
     CaptureBatch,
+    CaptureOrigin,
     Exchange,
     ExchangeRole,
     Transport,
@@ -49,6 +50,7 @@ def _answered_batch(
     has no answer is answered 404 ``{"detail":"Not Found"}``, as vLLM answers a route it
     did not register.  ``development_routes`` is the probe's option of that name.
     Timestamps are this process's clocks, one microsecond per exchange, in probe order.
+    The batch's origin is :attr:`~vllm_evidence.capture.batch.CaptureOrigin.GENERATED`.
     """
     base = clean_target(target)
     start_ns = time.monotonic_ns()
@@ -93,4 +95,5 @@ def _answered_batch(
         bracket_open=opening,
         exchanges=middle,
         bracket_close=closing,
+        origin=CaptureOrigin.GENERATED,
     )

@@ -87,7 +87,8 @@ class FrontDoors:
         port its log names, with its ``startup_log`` and ``receipt`` as attributes.
 
         When that port is taken on this machine the stub serves on a free one and
-        ``on_logged_port`` is false (the log join then refuses ``port_contradicted``).
+        ``on_logged_port`` is false (with the receipt, the start time still decides the
+        log join; without it the join refuses ``port_contradicted``).
         An unknown name raises :class:`~vllm_evidence.errors.InputError` naming the
         known ones.
         """

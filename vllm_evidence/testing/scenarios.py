@@ -112,10 +112,10 @@ class ReplayedFrontDoor:
     """A recorded real server replayed by a stub, with its startup log and receipt.
 
     ``url``, ``port`` and ``requests`` are the stub's (:attr:`door`).  When
-    :attr:`on_logged_port` is true the stub serves on the port the log names, so the
-    log and receipt join the replayed front door (the log join is established, as it was
-    for the live server); when that port was taken on this machine the stub serves on a
-    free one and the join refuses ``port_contradicted``, as it would for a live server.
+    :attr:`on_logged_port` is true the stub serves on the port the log names, as the
+    live server did; when that port was taken on this machine it serves on a free one
+    (with the receipt the start time still decides the log join, as through a port
+    forward; without it the join refuses ``port_contradicted``).
     """
 
     scenario: RealScenario
