@@ -175,11 +175,14 @@ class WitnessedLaunch:
     """One launch: its log, its process's front door, and its receipt."""
 
     log: GeneratedLog
+    """The launch's startup log (one launch)."""
     front_door: CaptureDirectory
     """``/version``, ``/metrics`` (with the start time) and ``/health`` 200 only."""
     start_time: str
     """``process_start_time_seconds`` as the front door prints it."""
     pid: int
+    """The launched process's pid, as the receipt records it (the log's APIServer pid
+    where the release prints one)."""
     receipt: bytes
     """The receipt's JSON (``vllm-evidence.launch-receipt/1``)."""
 

@@ -65,9 +65,12 @@ class GeneratedCapacity:
     format: str
     """``"v0_blocks"``, ``"v1_two_line"`` or ``"v1_one_line"`` (the reader's format names)."""
     device: str
+    """The device the KV cache size line names (``"GPU"``, ``"CPU"``, ``"XPU"``)."""
     tokens: int | None
-    """``None`` for the V0 blocks format, which prints blocks, not tokens."""
+    """The KV cache size in tokens; ``None`` for the V0 blocks format, which prints
+    blocks, not tokens."""
     max_model_len: int
+    """The context length the concurrency line is for (``for N tokens per request``)."""
     concurrency: str
     """The concurrency exactly as printed (``"37.68"``)."""
 
@@ -122,7 +125,10 @@ class GeneratedLog:
     """A generated startup log and what it holds, launch by launch."""
 
     text: bytes
+    """The log file's bytes (UTF-8; LF or CRLF line ends; maybe a docker or compose
+    prefix on every line)."""
     launches: tuple[GeneratedLaunch, ...]
+    """Each launch the log records, in order (a restart appends one)."""
 
 
 # --------------------------------------------------------------------------------------
