@@ -10,7 +10,7 @@ test would draw them; the test body only touches the drawn value.  It prints:
 * ``ex/s``: valid examples per second of wall-clock time (drawing, building the sealed
   batch, the engine's bookkeeping; not the test's own assertions), and ``ex/cpu-s`` the
   same per second of this process's CPU time (what a machine shared with other jobs
-  still shows; a loopback probe waits on another thread, so its CPU rate flatters it);
+  still shows);
 * ``rejected``: the share of test cases thrown away by ``assume`` or ``.filter`` (an
   observation with status ``gave_up`` for any other reason than size), and ``overrun``
   the share the engine itself cut off ("exceeded maximum test case size": a mutation of
@@ -20,7 +20,7 @@ test would draw them; the test body only touches the drawn value.  It prints:
 
 Knob combinations: every ``servers()`` knob alone and the combinations the issue names
 (TP=4 with rank 2 missing, DP=2, each backend, a pinned release), ``mixed_builds()``,
-and, for comparison, ``captured_readbacks()`` (a real loopback probe per draw) and
+and, for comparison, ``captured_readbacks()`` (every probe route, built in-process) and
 ``startup_log_examples()``.  ``--quick`` runs only ``servers()`` with no knobs.
 """
 
@@ -115,7 +115,7 @@ def rows(*, quick: bool) -> list[tuple[str, Callable[[], SearchStrategy[Any]]]]:
         ),
         ("launches()", launches),
         ("startup_log_examples()", startup_log_examples),
-        ("captured_readbacks() [loopback probe]", captured_readbacks),
+        ("captured_readbacks()", captured_readbacks),
     ]
     return out
 
@@ -127,8 +127,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     print(f"{'strategy':<56} {'ex/s':>7} {'ex/cpu-s':>9} {'rejected':>9} {'overrun':>8}")
     for name, make in rows(quick=args.quick):
-        examples = args.examples if "loopback" not in name else min(args.examples, 30)
-        rate, cpu_rate, rejected, overrun = measure(make(), examples)
+        rate, cpu_rate, rejected, overrun = measure(make(), args.examples)
         print(f"{name:<56} {rate:>7.1f} {cpu_rate:>9.1f} {rejected:>8.1%} {overrun:>8.1%}")
         sys.stdout.flush()
     return 0

@@ -207,11 +207,11 @@ def servers(
     later process (a restart during the batch): no serving claim may then be made.
 
     Speed, measured by ``python benchmarks/bench_strategies.py --examples 200`` (each
-    row one ``@given`` test through hypothesis's own engine, generation phase only, on
-    a 2-core machine shared with other jobs, load average about 11): ``servers()``
-    drew 79 examples per wall-clock second and 201 per CPU-second of its process; the
-    knob combinations 121 to 212 per CPU-second (18 to 44 per wall-clock second under
-    that load).  No draw was rejected by ``assume`` or a filter (0.0% for every
+    row one ``@given`` test through hypothesis's own engine, generation phase only) on
+    a 2-core machine shared with other jobs: ``servers()`` drew 121 examples per
+    wall-clock second (232 per CPU-second of its process) at a load average of about
+    5.6, and 79 (201 per CPU-second) at about 11; the knob combinations drew 121 to 212
+    per CPU-second.  No draw was rejected by ``assume`` or a filter (0.0% for every
     combination); the engine itself cut off 0 to 12% of its mutated test cases as too
     large, which the benchmark reports apart.  No socket is opened: the batch is built
     in-process (:mod:`vllm_evidence.capture.generated`).
