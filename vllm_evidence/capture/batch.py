@@ -13,7 +13,7 @@ from __future__ import annotations
 import enum
 import hashlib
 from datetime import datetime
-from typing import final
+from typing import Final, final
 
 import attrs
 
@@ -23,6 +23,7 @@ from vllm_evidence.errors import EvidenceMismatchError, InputError
 from vllm_evidence.upstream.routes import Route
 
 __all__ = [
+    "NOT_SENT_DETAILS",
     "RECORDED_HEADERS",
     "CaptureBatch",
     "CaptureOrigin",
@@ -32,6 +33,13 @@ __all__ = [
     "ProvenanceKind",
     "Transport",
 ]
+
+#: The ``detail`` of an exchange whose request never went on the wire: the batch
+#: deadline had passed, or the request could not be formed (the probe writes these).
+NOT_SENT_DETAILS: Final = (
+    "the batch deadline passed before this request was sent",
+    "(the request could not be formed)",
+)
 
 #: Response headers kept in a capture (lower-case).  Nothing else is recorded.
 RECORDED_HEADERS = frozenset(
@@ -341,6 +349,27 @@ class CaptureBatch(Sealed):
     def all_exchanges(self) -> tuple[Exchange, ...]:
         """Every exchange, opening bracket first."""
         return (self.bracket_open, *self.exchanges, self.bracket_close)
+
+    def request_lines(self) -> tuple[tuple[str, str], ...]:
+        """``(method, path)`` of every request the probe put on the wire for this batch,
+        in probe order (the opening ``/metrics``, the routes, the closing ``/metrics``).
+
+        The path is the target's base path followed by the closed route's own target,
+        exactly as sent (``("GET", "/prefix/metrics")``).  An exchange whose request
+        never left (the batch deadline had passed, or the request could not be formed;
+        :data:`NOT_SENT_DETAILS`) has no line.  It is derived from the exchanges, so a
+        saved and loaded batch gives the same lines; a batch the test kit generated
+        (:attr:`CaptureOrigin.GENERATED`) sent nothing and has none.
+        """
+        if self.origin is CaptureOrigin.GENERATED:
+            return ()
+        base = "/" + self.target.partition("://")[2].partition("/")[2]
+        base = base.rstrip("/")
+        return tuple(
+            (e.route.method, base + e.route.target)
+            for e in self.all_exchanges()
+            if not any(e.detail.endswith(d) for d in NOT_SENT_DETAILS)
+        )
 
     def exchange(self, route: Route) -> Exchange | None:
         """The exchange for a non-bracket route, or ``None`` when it was not requested."""
