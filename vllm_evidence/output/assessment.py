@@ -1,4 +1,4 @@
-"""The assessment's JSON document (schema ``vllm-evidence.assessment/2``).
+"""The assessment's JSON document (schema ``vllm-evidence.assessment/3``).
 
 Built from the typed decisions of one :class:`~vllm_evidence.assessment.Assessment`;
 the keys are a public contract (README, DESIGN §6): change them only with a schema
@@ -62,7 +62,7 @@ __all__ = [
     "verdict",
 ]
 
-SCHEMA = "vllm-evidence.assessment/2"
+SCHEMA = "vllm-evidence.assessment/3"
 
 """The tag of every decision's document: which arm of its sealed union it is."""
 
@@ -215,7 +215,7 @@ class ObservationsDocument(TypedDict):
 
 
 class AssessmentDocument(TypedDict):
-    """The ``vllm-evidence.assessment/2`` document (``vllm-evidence schema assessment``)."""
+    """The ``vllm-evidence.assessment/3`` document (``vllm-evidence schema assessment``)."""
 
     schema: str
     version: str | None
@@ -226,7 +226,7 @@ class AssessmentDocument(TypedDict):
 
 
 def assessment_document(assessment: Assessment) -> AssessmentDocument:
-    """The public JSON document (schema ``vllm-evidence.assessment/2``)."""
+    """The public JSON document (schema ``vllm-evidence.assessment/3``)."""
     document: AssessmentDocument = converter.unstructure(assessment)
     return document
 

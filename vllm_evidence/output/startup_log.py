@@ -1,4 +1,4 @@
-"""A read startup log as the ``vllm-evidence.startup-log/1`` JSON document and as text.
+"""A read startup log as the ``vllm-evidence.startup-log/2`` JSON document and as text.
 
 The document is the package converter's rendering of a
 :class:`~vllm_evidence.adapters.startup_log.StartupLog`; the hooks of the log's types
@@ -14,7 +14,7 @@ from vllm_evidence.adapters.startup_log import Launch, ProcessTag, StartupLog
 
 __all__ = ["SCHEMA", "render_startup_log", "startup_log_document"]
 
-SCHEMA = "vllm-evidence.startup-log/1"
+SCHEMA = "vllm-evidence.startup-log/2"
 
 
 def _process_json(process: ProcessTag) -> dict[str, object]:
@@ -151,7 +151,7 @@ def _launch_document(launch: Launch) -> dict[str, object]:
 
 
 def startup_log_document(log: StartupLog) -> dict[str, Any]:
-    """The ``vllm-evidence.startup-log/1`` JSON document of a read log."""
+    """The ``vllm-evidence.startup-log/2`` JSON document of a read log."""
     document: dict[str, Any] = converter.unstructure(log)
     return document
 
@@ -209,7 +209,7 @@ def render_startup_log(log: StartupLog) -> str:
         dev = launch.development_mode
         out.append(
             f"  routes:             {len(launch.routes)}; development mode "
-            + ("unknown" if dev is None else ("on" if dev else "off"))
+            + ("on" if dev else "not observed")
         )
         out.extend(
             f"  capacity line {c.line}: {c.format.value} {c.device or '?'} "

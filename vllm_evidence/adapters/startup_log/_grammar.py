@@ -30,7 +30,8 @@ version                    logo line ``… version 0.32.0``; ``vLLM API server v
                            ``vLLM server version X, serving model M``; the engine-init
                            line's ``(vX)``
 non-default args           ``non-default args: {...}`` (served names, parallel sizes as given)
-engine init                ``Initializing a V1 LLM engine (vX) with config: k=v, …`` and V0
+engine init                ``Initializing a V1 LLM engine (vX) with config: k=v, …``, V0
+                           ``Initializing a V0 LLM engine (vX) …`` (0.8.5) and
                            ``Initializing an LLM engine (vX) with config: …``
 ranks                      ``world_size=2 rank=1 local_rank=1 distributed_init_method=… backend=…``;
                            ``rank 1 in world size 2 is assigned as DP rank 0, …, TP rank 1, …``
@@ -43,7 +44,8 @@ capacity                   ``# GPU blocks: N, # CPU blocks: M`` (any device word
 available memory           ``Available KV cache memory: X GiB`` (negative kept)
 executor markers           the file of the record prefix (the law table's
                            :data:`~vllm_evidence.upstream.EXECUTOR_FILES`),
-                           ``DP group leader:`` (MultiprocExecutor), worker process tags
+                           ``DP group leader:`` (MultiprocExecutor), worker process tags,
+                           ``X is not supported on CPU, fallback to mp …`` (CPU platform)
 ========================  ==================================================================
 """
 
@@ -200,8 +202,16 @@ _NAMESPACE_RE = re.compile(r"args: Namespace\((?P<d>.*)\)\s*$")
 #: Argument names whose values are secrets: never kept, never printed.
 _SECRET_ARG_RE = re.compile(r"key|token|secret|password|credential", re.IGNORECASE)
 REDACTED = "'***'"
+#: ``Initializing a V1 LLM engine (vX)``, V0's ``Initializing a V0 LLM engine (vX)``
+#: (v0.8.5, where V0 and V1 coexist) and the older ``Initializing an LLM engine (vX)``.
 _ENGINE_RE = re.compile(
-    r"Initializing a(?P<v1> V1)?n? LLM engine \(v(?P<v>[^)\s]+)\) with config: (?P<cfg>.*)$"
+    r"Initializing a(?: V(?P<gen>[01]))?n? LLM engine \(v(?P<v>[^)\s]+)\) with config: "
+    r"(?P<cfg>.*)$"
+)
+#: vLLM's CPU platform (v0.8.5, v0.9.2 ``platforms/cpu.py``) rewrites any other backend
+#: to mp and says so: the backend the launch resolved to.
+_CPU_FALLBACK_RE = re.compile(
+    r"(?P<b>\S+) is not supported on CPU, fallback to mp distributed executor backend"
 )
 _WORLD_RE = re.compile(
     r"world_size=(?P<ws>[0-9]+) rank=(?P<r>[0-9]+) local_rank=(?P<lr>[0-9]+) "
@@ -317,6 +327,15 @@ def parse_logical_line(text: str, line: int) -> list[Observation]:
                 break
     elif msg.startswith(_DEV_MODE):
         out.append(DevModeWarning(line=line))
+    elif _CPU_FALLBACK_RE.match(msg):
+        out.append(
+            _mint_executor(
+                marker=ExecutorMarker.CPU_FALLBACK_LINE,
+                named=ExecutorBackend.MP,
+                line=line,
+                process=proc,
+            )
+        )
     elif msg.startswith("DP group leader:") and h.file == "multiproc_executor.py":
         out.append(
             _mint_executor(
@@ -380,7 +399,7 @@ def _engine(msg: str, line: int, proc: ProcessTag | None) -> list[Observation]:
             process=proc,
         ),
         _mint_engine(
-            engine="v1" if m["v1"] else "v0",
+            engine="v1" if m["gen"] == "1" else "v0",
             version_text=m["v"],
             entries=entries,
             tensor_parallel_size=parse_int_text(get("tensor_parallel_size")),

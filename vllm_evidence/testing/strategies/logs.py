@@ -89,8 +89,8 @@ class GeneratedLaunch:
     ranks: tuple[tuple[int, int], ...]
     """``(rank, world_size)`` of each ``world_size=… rank=…`` line, in order."""
     development_mode: bool | None
-    """Whether the printed route table has the development routes; ``None`` when the
-    launch printed no route table."""
+    """``True`` when the printed route table has the development routes; ``None`` when
+    it has not or no route table was printed (a line's absence is never "off")."""
 
 
 @final
@@ -347,7 +347,7 @@ def _launch(draw: st.DrawFn, release: str, api_pid: int) -> tuple[GeneratedLaunc
         capacity=tuple(capacity),
         available_memory=tuple(memory),
         ranks=tuple(ranks),
-        development_mode=development if routes_printed else None,
+        development_mode=True if routes_printed and development else None,
     )
     return launch, lines
 
