@@ -16,12 +16,14 @@ import attrs
 
 from vllm_evidence._bounds import MAX_WORLD_SIZE
 from vllm_evidence._seal import Sealed, minter
-from vllm_evidence.adapters.startup_log import Launch
+from vllm_evidence.adapters.startup_log import Launch, RankObservation
 from vllm_evidence.readback.evidence import Evidence, Source, log_source
 
 __all__ = [
     "ResolvedParallel",
     "beyond_bounds",
+    "global_rank",
+    "independent_engines",
     "layout_sizes",
     "resolve_from_http",
     "resolve_from_log",
@@ -92,6 +94,12 @@ def resolve_from_log(launch: Launch) -> ResolvedParallel | str | None:
         return f"the engine-init line (line {config.line}) does not print TP and PP sizes"
     dp = config.data_parallel_size
     note = None
+    if dp == 1:
+        independent = _independent_engines(launch)
+        if isinstance(independent, str):
+            return independent
+        if independent is not None:
+            dp, note = independent
     if dp is None:
         args = launch.non_default_args[0] if launch.non_default_args else None
         if args is None:
@@ -120,6 +128,88 @@ def resolve_from_log(launch: Launch) -> ResolvedParallel | str | None:
         source=log_source(launch, config.line, config.process),
         data_parallel_note=note,
     )
+
+
+def _independent_engines(launch: Launch) -> tuple[int, str] | str | None:
+    """The launch's DP size when its engine-init lines print DP=1 for independent engines.
+
+    For a dense model vLLM runs each DP engine on its own and resets its parallel
+    configuration to DP=1 before that engine prints its engine-init line
+    (``ParallelConfig.reconfigure_for_independent_dp_rank()``, v0.29.0
+    ``config/parallel.py`` L1070, ``v1/engine/core.py`` L1332-1336; the same reset inline
+    from v0.20.0): each engine's line then says DP=1 while the launch runs N engines.
+    The N comes from the non-default args (as given) or, without them, from the
+    ``EngineCore_DP<i>`` tags of the engine-init lines.  ``None``: no sign of more than
+    one engine; a string: the signs disagree.
+    """
+    engines = sorted(
+        {
+            c.process.dp_engine
+            for c in launch.engine_configs
+            if c.process is not None and c.process.dp_engine is not None
+        }
+    )
+    args = next((a for a in launch.non_default_args if a.data_parallel_size is not None), None)
+    given = args.data_parallel_size if args is not None else None
+    shown = f"engine-init lines from DP engines {engines}"
+    if args is not None and given is not None and given > 1:
+        if engines and engines[-1] >= given:
+            return (
+                f"the non-default args (line {args.line}) give data_parallel_size {given}, "
+                f"but the log has {shown}"
+            )
+        return given, (
+            "each engine's engine-init line prints data_parallel_size=1 (a dense model's "
+            f"DP engines run independently); data_parallel_size {given} from the "
+            f"non-default args (line {args.line})" + (f", {shown}" if engines else "")
+        )
+    if len(engines) < 2:
+        return None
+    if engines != list(range(len(engines))):
+        return f"{shown}: not the engines 0..{len(engines) - 1}, so the DP size is unknown"
+    if launch.non_default_args:
+        return (
+            f"the non-default args (line {launch.non_default_args[0].line}) give "
+            f"data_parallel_size {given or 1}, but the log has {shown}"
+        )
+    return len(engines), (
+        f"each engine's engine-init line prints data_parallel_size=1 (a dense model's DP "
+        f"engines run independently); {shown}, and no non-default args line"
+    )
+
+
+def independent_engines(launch: Launch, configuration: ResolvedParallel) -> bool:
+    """Whether the launch's engines each ran alone: its engine-init line says DP=1 and
+    the launch resolved to DP>1 (:func:`resolve_from_log`)."""
+    config = launch.engine_config
+    return (
+        config is not None
+        and config.data_parallel_size == 1
+        and configuration.data_parallel_size > 1
+    )
+
+
+def global_rank(
+    obs: RankObservation, configuration: ResolvedParallel, *, independent: bool
+) -> int | None:
+    """The global rank a worker line names, or ``None`` when it cannot be mapped.
+
+    A line in the DP-wide world (``world_size_across_dp``) names its global rank.  With
+    independent DP engines (``independent``: the engine-init line says DP=1 of a launch
+    resolved to DP>1) each engine's workers join a world of their own (TP×PP×PCP,
+    ranks from 0), so the line's rank is local to its engine, and the engine comes from
+    the line's ``EngineCore_DP<i>`` tag: global rank = i × (TP×PP×PCP) + local rank.
+    An engine-local line without that tag is never guessed at.
+    """
+    width = configuration.ranks_per_engine
+    if obs.world_size == configuration.world_size:
+        return obs.rank
+    if not independent or obs.world_size != width or obs.rank >= width:
+        return None
+    engine = obs.process.dp_engine if obs.process is not None else None
+    if engine is None or engine >= configuration.data_parallel_size:
+        return None
+    return engine * width + obs.rank
 
 
 def beyond_bounds(tp: int, pp: int, pcp: int, dp: int, where: str) -> str | None:

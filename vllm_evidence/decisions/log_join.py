@@ -31,6 +31,7 @@ from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.adapters.outcome import NotFound, Parsed
 from vllm_evidence.adapters.receipt import LaunchReceipt
 from vllm_evidence.decisions._common import refusal_summary
+from vllm_evidence.decisions._parallel_configuration import ResolvedParallel, resolve_from_log
 from vllm_evidence.decisions.join import (
     JoinedIncarnation,
     JoinReason,
@@ -194,10 +195,17 @@ def _configuration_contradiction(evidence: Evidence) -> str | None:
     if config is not None and info is not None:
         observed, source = info
         p = observed.parallel
+        # Independent DP engines each print DP=1: the launch's DP is the resolved one.
+        resolved = resolve_from_log(launch)
+        log_dp = (
+            resolved.data_parallel_size
+            if isinstance(resolved, ResolvedParallel)
+            else config.data_parallel_size
+        )
         for name, log_value, door_value in (
             ("tensor_parallel_size", config.tensor_parallel_size, p.tensor_parallel_size),
             ("pipeline_parallel_size", config.pipeline_parallel_size, p.pipeline_parallel_size),
-            ("data_parallel_size", config.data_parallel_size, p.data_parallel_size),
+            ("data_parallel_size", log_dp, p.data_parallel_size),
         ):
             if log_value is not None and door_value is not None and log_value != door_value:
                 found.append(

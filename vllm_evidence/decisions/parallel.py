@@ -35,6 +35,8 @@ from vllm_evidence.decisions._common import (
 )
 from vllm_evidence.decisions._parallel_configuration import (
     ResolvedParallel,
+    global_rank,
+    independent_engines,
     layout_sizes,
     resolve_from_http,
     resolve_from_log,
@@ -170,10 +172,18 @@ def _population(
 ) -> tuple[ParallelReason, str, tuple[PresentRank, ...], tuple[int, ...]]:
     """Stage 2 on the launch's worker lines (global ranks in the DP-wide world)."""
     width = configuration.ranks_per_engine
-    lines = [r for r in launch.ranks if r.world_size == configuration.world_size]
     present: dict[int, RankObservation] = {}
-    for obs in lines:
-        present.setdefault(obs.rank, obs)
+    lines: list[RankObservation] = []
+    untagged: list[RankObservation] = []
+    independent = independent_engines(launch, configuration)
+    for obs in launch.ranks:
+        rank = global_rank(obs, configuration, independent=independent)
+        if rank is None:
+            if independent and obs.world_size == width:
+                untagged.append(obs)
+            continue
+        lines.append(obs)
+        present.setdefault(rank, obs)
     expected = configuration.expected_ranks()
     ranks = tuple(
         _mint_present(
@@ -190,6 +200,18 @@ def _population(
         return (
             ParallelReason.POPULATION_UNOBSERVED,
             "the launch has no worker rank lines",
+            ranks,
+            missing,
+        )
+    if untagged and missing:
+        where = ", ".join(str(obs.line) for obs in untagged[:5])
+        return (
+            ParallelReason.RANKS_UNATTRIBUTED,
+            (
+                f"ranks {list(missing)} not attributed: {len(untagged)} worker line(s) in "
+                f"one engine's world of {width} (line {where}) carry no DP engine tag, so "
+                "their global rank is unknown"
+            ),
             ranks,
             missing,
         )
@@ -388,7 +410,11 @@ def _decide(evidence: Evidence) -> ParallelDecision:
     remedy = {
         ParallelReason.POPULATION_UNOBSERVED: "give a log with the workers' start-up lines",
         ParallelReason.WORLD_SIZE_MISMATCH: "check the log belongs to this configuration",
-        ParallelReason.RANKS_UNATTRIBUTED: "run with Ray log deduplication off (RAY_DEDUP_LOGS=0)",
+        ParallelReason.RANKS_UNATTRIBUTED: (
+            "run with Ray log deduplication off (RAY_DEDUP_LOGS=0)"
+            if "Ray collapsed" in detail
+            else "give a log whose worker lines carry their process tags"
+        ),
         ParallelReason.RANKS_MISSING: "a rank never started: look at that worker",
     }[reason]
     return refuse(

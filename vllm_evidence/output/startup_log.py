@@ -11,6 +11,11 @@ from typing import Any
 
 from vllm_evidence._converter import converter
 from vllm_evidence.adapters.startup_log import Launch, ProcessTag, StartupLog
+from vllm_evidence.decisions._parallel_configuration import (
+    global_rank,
+    independent_engines,
+    resolve_from_log,
+)
 
 __all__ = ["SCHEMA", "render_startup_log", "startup_log_document"]
 
@@ -173,6 +178,33 @@ converter.register_unstructure_hook(Launch, _launch_document)
 converter.register_unstructure_hook(StartupLog, _log_json)
 
 
+def _resolved_lines(launch: Launch) -> list[str]:
+    """The launch's resolved sizes and global ranks, where they differ from the
+    engine-init line (independent DP engines each print DP=1)."""
+    resolved = resolve_from_log(launch)
+    config = launch.engine_config
+    if isinstance(resolved, str):
+        return [f"  resolved sizes:     not established: {resolved}"]
+    if resolved is None or config is None or resolved.data_parallel_note is None:
+        return []
+    independent = independent_engines(launch, resolved)
+    mapped = sorted(
+        {
+            g
+            for r in launch.ranks
+            if (g := global_rank(r, resolved, independent=independent)) is not None
+        }
+    )
+    return [
+        (
+            f"  resolved sizes:     TP={resolved.tensor_parallel_size} "
+            f"PP={resolved.pipeline_parallel_size} DP={resolved.data_parallel_size} "
+            f"({resolved.data_parallel_note})"
+        ),
+        "  global ranks:       " + (", ".join(map(str, mapped)) if mapped else "none"),
+    ]
+
+
 def render_startup_log(log: StartupLog) -> str:
     """A readable summary, one block per launch."""
     out = [
@@ -201,6 +233,7 @@ def render_startup_log(log: StartupLog) -> str:
             "  ranks seen:         "
             + (", ".join(f"{r}/{w}" for r, w in ranks) if ranks else "none")
         )
+        out.extend(_resolved_lines(launch))
         evidence = ", ".join(f"{o.marker.value}@{o.line}" for o in launch.executor_evidence)
         out.append(
             "  executor backend:   "
