@@ -756,11 +756,18 @@ def _engine_rank(tag: str, rank: int = 0) -> str:
     return rank_line(rank, 1, tag=tag)
 
 
+_CAP = "INFO 11-30 06:02:00 [kv_cache_utils.py:2032] GPU KV cache size: 2,097,152 tokens, "
+_CAP += "Maximum concurrency for 2,048 tokens per request: 1024.00x\n"
+
+
 def _dp2_log(*, with_args: bool = True, second_rank: bool = True) -> StartupLog:
+    """As v0.29.0 prints it: one engine-init line (local DP rank 0 only, saying DP=1),
+    then one capacity line per engine, each under its EngineCore_DP<i> tag."""
     text = banner("0.29.0")
     if with_args:
         text += args("{'model': '/models/m', 'data_parallel_size': 2}")
-    text += _engine_init_as(_DP0) + _engine_init_as(_DP1)
+    text += _engine_init_as(_DP0)
+    text += "(EngineCore_DP1 pid=202) " + _CAP + "(EngineCore_DP0 pid=201) " + _CAP
     text += _engine_rank("EngineCore_DP0 pid=201")
     if second_rank:
         text += _engine_rank("EngineCore_DP1 pid=202")
@@ -782,7 +789,7 @@ def test_independent_dp_engines_resolve_to_the_launchs_dp_and_global_ranks() -> 
 def test_independent_dp_engines_without_args_count_the_engine_tags() -> None:
     decision = _established(None, _dp2_log(with_args=False))
     assert decision.configuration.data_parallel_size == 2
-    assert "DP engines [0, 1]" in (decision.configuration.data_parallel_note or "")
+    assert "lines from DP engines [0, 1]" in (decision.configuration.data_parallel_note or "")
 
 
 def test_an_engine_that_never_joined_is_a_missing_global_rank() -> None:
@@ -804,9 +811,7 @@ def test_args_that_disagree_with_the_engine_tags_do_not_resolve() -> None:
     text = one + _engine_init_as(_DP0) + _engine_init_as(_DP1)
     refused = _refused(None, log(text))
     assert refused.reason is ParallelReason.CONFIGURATION_UNOBSERVED
-    assert "data_parallel_size 1, but the log has engine-init lines from DP engines [0, 1]" in (
-        refused.detail
-    )
+    assert "data_parallel_size 1, but the log has lines from DP engines [0, 1]" in (refused.detail)
 
 
 def test_an_engine_local_rank_without_an_engine_tag_is_reported_not_guessed() -> None:

@@ -21,7 +21,7 @@ def test_the_report_gives_the_launchs_dp_and_global_ranks() -> None:
     )
     report = render_startup_log(log(text))
     assert "  parallel:           TP=1 PP=1 DP=1 (line 3)\n" in report  # as printed
-    assert "  resolved sizes:     TP=1 PP=1 DP=2 (each engine's engine-init line" in report
+    assert "  resolved sizes:     TP=1 PP=1 DP=2 (the engine-init line prints" in report
     assert "  global ranks:       0, 1\n" in report
 
 

@@ -16,12 +16,13 @@ import attrs
 
 from vllm_evidence._bounds import MAX_WORLD_SIZE
 from vllm_evidence._seal import Sealed, minter
-from vllm_evidence.adapters.startup_log import Launch, RankObservation
+from vllm_evidence.adapters.startup_log import Launch, ProcessTag, RankObservation
 from vllm_evidence.readback.evidence import Evidence, Source, log_source
 
 __all__ = [
     "ResolvedParallel",
     "beyond_bounds",
+    "data_parallel_engines",
     "global_rank",
     "independent_engines",
     "layout_sizes",
@@ -130,6 +131,19 @@ def resolve_from_log(launch: Launch) -> ResolvedParallel | str | None:
     )
 
 
+def data_parallel_engines(launch: Launch) -> list[int]:
+    """The DP engine indexes the launch's process tags name (``EngineCore_DP<i>``), over
+    every observation that carries a tag."""
+    tags: list[ProcessTag | None] = [
+        *(o.process for o in launch.engine_configs),
+        *(o.process for o in launch.capacity),
+        *(o.process for o in launch.ranks),
+        *(o.process for o in launch.available_memory),
+        *(o.process for o in launch.executor_observations),
+    ]
+    return sorted({t.dp_engine for t in tags if t is not None and t.dp_engine is not None})
+
+
 def _independent_engines(launch: Launch) -> tuple[int, str] | str | None:
     """The launch's DP size when its engine-init lines print DP=1 for independent engines.
 
@@ -137,21 +151,16 @@ def _independent_engines(launch: Launch) -> tuple[int, str] | str | None:
     configuration to DP=1 before that engine prints its engine-init line
     (``ParallelConfig.reconfigure_for_independent_dp_rank()``, v0.29.0
     ``config/parallel.py`` L1070, ``v1/engine/core.py`` L1332-1336; the same reset inline
-    from v0.20.0): each engine's line then says DP=1 while the launch runs N engines.
+    from v0.20.0): the engine-init line then says DP=1 while the launch runs N engines
+    (only the engine of local DP rank 0 prints it, v0.29.0 ``v1/engine/core.py`` L122).
     The N comes from the non-default args (as given) or, without them, from the
-    ``EngineCore_DP<i>`` tags of the engine-init lines.  ``None``: no sign of more than
-    one engine; a string: the signs disagree.
+    ``EngineCore_DP<i>`` tags of the launch's lines (one capacity line per engine).
+    ``None``: no sign of more than one engine; a string: the signs disagree.
     """
-    engines = sorted(
-        {
-            c.process.dp_engine
-            for c in launch.engine_configs
-            if c.process is not None and c.process.dp_engine is not None
-        }
-    )
+    engines = data_parallel_engines(launch)
     args = next((a for a in launch.non_default_args if a.data_parallel_size is not None), None)
     given = args.data_parallel_size if args is not None else None
-    shown = f"engine-init lines from DP engines {engines}"
+    shown = f"lines from DP engines {engines}"
     if args is not None and given is not None and given > 1:
         if engines and engines[-1] >= given:
             return (
@@ -159,8 +168,8 @@ def _independent_engines(launch: Launch) -> tuple[int, str] | str | None:
                 f"but the log has {shown}"
             )
         return given, (
-            "each engine's engine-init line prints data_parallel_size=1 (a dense model's "
-            f"DP engines run independently); data_parallel_size {given} from the "
+            "the engine-init line prints data_parallel_size=1 (a dense model's DP engines "
+            f"run independently); data_parallel_size {given} from the "
             f"non-default args (line {args.line})" + (f", {shown}" if engines else "")
         )
     if len(engines) < 2:
@@ -173,8 +182,8 @@ def _independent_engines(launch: Launch) -> tuple[int, str] | str | None:
             f"data_parallel_size {given or 1}, but the log has {shown}"
         )
     return len(engines), (
-        f"each engine's engine-init line prints data_parallel_size=1 (a dense model's DP "
-        f"engines run independently); {shown}, and no non-default args line"
+        "the engine-init line prints data_parallel_size=1 (a dense model's DP engines "
+        f"run independently); {shown}, and no non-default args line"
     )
 
 

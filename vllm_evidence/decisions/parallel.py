@@ -205,12 +205,13 @@ def _population(
         )
     if untagged and missing:
         where = ", ".join(str(obs.line) for obs in untagged[:5])
+        pids = sorted({obs.pid for obs in untagged if obs.pid is not None})
         return (
             ParallelReason.RANKS_UNATTRIBUTED,
             (
-                f"ranks {list(missing)} not attributed: {len(untagged)} worker line(s) in "
-                f"one engine's world of {width} (line {where}) carry no DP engine tag, so "
-                "their global rank is unknown"
+                f"ranks {list(missing)} not attributed: the worker lines of {len(pids)} "
+                f"process(es) in one engine's own world of {width} (line {where}) carry "
+                "no DP engine tag, so which engine each belongs to is not printed"
             ),
             ranks,
             missing,

@@ -195,13 +195,25 @@ def _resolved_lines(launch: Launch) -> list[str]:
             if (g := global_rank(r, resolved, independent=independent)) is not None
         }
     )
+    unmapped = [
+        r
+        for r in launch.ranks
+        if global_rank(r, resolved, independent=independent) is None
+        and r.world_size == resolved.ranks_per_engine
+    ]
+    ranks = ", ".join(map(str, mapped)) if mapped else "none"
+    if independent and unmapped:
+        ranks += (
+            f"; {len(unmapped)} worker line(s) in one engine's own world name no DP engine "
+            "(not mapped)"
+        )
     return [
         (
             f"  resolved sizes:     TP={resolved.tensor_parallel_size} "
             f"PP={resolved.pipeline_parallel_size} DP={resolved.data_parallel_size} "
             f"({resolved.data_parallel_note})"
         ),
-        "  global ranks:       " + (", ".join(map(str, mapped)) if mapped else "none"),
+        "  global ranks:       " + ranks,
     ]
 
 
