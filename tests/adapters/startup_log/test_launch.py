@@ -228,4 +228,5 @@ def _backend(version: str) -> ExecutorBackend | None:
 def test_a_vllm_worker_decides_mp_only_where_a_law_says_so() -> None:
     assert _backend("0.10.1.1") is MP
     assert _backend("0.32.0") is None  # mp or Ray's V2 executor
-    assert _backend("0.15.0") is None  # between read releases: not borrowed
+    assert _backend("0.15.0") is MP  # read 0.14.0 and 0.17.0: no Ray V2 executor yet
+    assert _backend("0.18.0") is None  # between 0.17.0 and 0.20.0: not borrowed

@@ -191,6 +191,11 @@ _CONC_RE = re.compile(
 _BLOCKS_RE = re.compile(
     r"# (?P<dev>[A-Za-z]+) blocks: (?P<n>[0-9]+)(?:, # CPU blocks: (?P<cpu>[0-9]+))?(?![0-9,])"
 )
+#: The same line pasted without its leading ``# `` (markdown took it for a heading): only
+#: with the ``, # CPU blocks:`` half that every release printed, so it is not a guess.
+_BARE_BLOCKS_RE = re.compile(
+    r"(?P<dev>[A-Za-z]+) blocks: (?P<n>[0-9]+), # CPU blocks: (?P<cpu>[0-9]+)(?![0-9,])"
+)
 _MEMORY_RE = re.compile(r"Available KV cache memory: (?P<g>-?[0-9]+(?:\.[0-9]+)?) GiB")
 _BANNER_RE = re.compile(r"[\s█▄▀]*[█▄▀][\s█▄▀]*version (?P<v>[0-9]\S*)\s*$")
 _API_VERSION_RE = re.compile(r"vLLM API server version (?P<v>[0-9]\S*)\s*$")
@@ -205,7 +210,7 @@ REDACTED = "'***'"
 #: ``Initializing a V1 LLM engine (vX)``, V0's ``Initializing a V0 LLM engine (vX)``
 #: (v0.8.5, where V0 and V1 coexist) and the older ``Initializing an LLM engine (vX)``.
 _ENGINE_RE = re.compile(
-    r"Initializing a(?: V(?P<gen>[01]))?n? LLM engine \(v(?P<v>[^)\s]+)\) with config: "
+    r"Initializing a(?: V(?P<gen>[01]))?n? LLM engine (?:\(v(?P<v>[^)\s]+)\) )?with config: "
     r"(?P<cfg>.*)$"
 )
 #: vLLM's CPU platform (v0.8.5, v0.9.2 ``platforms/cpu.py``) rewrites any other backend
@@ -248,7 +253,8 @@ def parse_logical_line(text: str, line: int) -> list[Observation]:
         return []
     h = split_header(text)
     out: list[Observation] = []
-    proc = _process(h.tag, h.outer)
+    # A transformed head's tag is not the printing process's word for itself.
+    proc = None if h.transformed else _process(h.tag, h.outer)
     if h.file in EXECUTOR_FILES:
         out.append(
             _mint_executor(marker=EXECUTOR_FILES[h.file], named=None, line=line, process=proc)
@@ -285,8 +291,8 @@ def parse_logical_line(text: str, line: int) -> list[Observation]:
                         max_model_len=length, max_concurrency=conc, line=line, process=proc
                     )
                 )
-    elif msg.startswith("# "):
-        if m := _BLOCKS_RE.match(msg):
+    elif msg.startswith("# ") or " blocks: " in msg[:24]:
+        if m := _BLOCKS_RE.match(msg) or _BARE_BLOCKS_RE.match(msg):
             cpu = BlockCount(int(m["cpu"])) if m["cpu"] is not None else None
             out.append(
                 _mint_blocks(
@@ -303,7 +309,8 @@ def parse_logical_line(text: str, line: int) -> list[Observation]:
             if not isinstance(gib, MeasureParseFailure):
                 out.append(_mint_memory(gib=gib, repeated=h.repeated, line=line, process=proc))
     elif "world size" in msg or msg.startswith("world_size="):
-        out.extend(_rank(msg, h, line, proc))
+        if not h.transformed:  # a rank is evidence only under vLLM's own head and tag
+            out.extend(_rank(msg, h, line, proc))
     elif msg.startswith("Initializing"):
         out.extend(_engine(msg, line, proc))
     elif msg.startswith(("non-default args", "args: Namespace(")):
@@ -390,14 +397,18 @@ def _engine(msg: str, line: int, proc: ProcessTag | None) -> list[Observation]:
     max_seq = get("max_seq_len")
     served = get("served_model_name")
     backend_text = get("distributed_executor_backend")
-    out: list[Observation] = [
-        _mint_version(
-            text=m["v"],
-            version=_version(m["v"]),
-            source=VersionSource.ENGINE_INIT,
-            line=line,
-            process=proc,
-        ),
+    out: list[Observation] = []
+    if m["v"] is not None:  # the oldest releases print no version on this line
+        out.append(
+            _mint_version(
+                text=m["v"],
+                version=_version(m["v"]),
+                source=VersionSource.ENGINE_INIT,
+                line=line,
+                process=proc,
+            )
+        )
+    out.append(
         _mint_engine(
             engine="v1" if m["gen"] == "1" else "v0",
             version_text=m["v"],
@@ -416,8 +427,8 @@ def _engine(msg: str, line: int, proc: ProcessTag | None) -> list[Observation]:
             block_size=_block_size(get("block_size")),
             line=line,
             process=proc,
-        ),
-    ]
+        )
+    )
     named = _backend_named(backend_text)
     if named is not None:
         out.append(

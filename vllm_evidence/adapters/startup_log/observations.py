@@ -148,7 +148,8 @@ class EngineConfigObservation(Sealed):
 
     engine: str
     """``"v1"`` (``Initializing a V1 LLM engine``) or ``"v0"``."""
-    version_text: str
+    version_text: str | None
+    """The ``(vX)`` of the line; ``None`` for the oldest form, which prints none."""
     entries: tuple[tuple[str, str], ...]
     """Every top-level ``key=value`` pair, value as printed."""
     tensor_parallel_size: int | None
