@@ -838,3 +838,65 @@ def test_independent_dp_log_and_a_dp1_front_door_still_disagree() -> None:
     refused = _refused(door, _dp2_log())
     assert refused.reason is ParallelReason.LOG_NOT_JOINED
     assert "data_parallel_size 2 at log line 3 but 1 at" in refused.detail
+
+
+# --- rank presence from a worker's own tag (issue 18) --------------------------------
+
+_MEM = "INFO 11-30 04:11:20 [gpu_worker.py:1] Available KV cache memory: 1.00 GiB\n"
+
+
+def _tagged(*tags: str) -> str:
+    """One worker line per tag that is not a rank line (a memory line)."""
+    return "".join(f"({tag}) {_MEM}" for tag in tags)
+
+
+def test_worker_tags_alone_realize_the_layout() -> None:
+    text = banner("0.32.0") + engine_init(tp=2, pp=2)
+    tags = ("Worker_PP0_TP0 pid=1", "Worker_PP0_TP1 pid=2", "Worker_PP1_TP0 pid=3")
+    refused = _refused(None, log(text + _tagged(*tags)))
+    assert refused.reason is ParallelReason.RANKS_MISSING
+    assert refused.missing_ranks == (3,)
+    decision = _established(None, log(text + _tagged(*tags, "Worker_PP1_TP1 pid=4")))
+    assert [(r.rank, r.pid) for r in decision.ranks] == [(0, 1), (1, 2), (2, 3), (3, 4)]
+
+
+def test_dp_and_ep_tags_map_through_the_resolved_sizes() -> None:
+    text = banner("0.32.0") + engine_init(tp=2, dp=2)
+    tags = (
+        "Worker_DP0_TP0_EP0 pid=1",
+        "Worker_DP0_TP1_EP1 pid=2",
+        "Worker_DP1_TP0_EP2 pid=3",
+        "Worker_DP1_TP1_EP3 pid=4",
+    )
+    decision = _established(None, log(text + _tagged(*tags)))
+    assert [(r.data_parallel_rank, r.rank) for r in decision.ranks] == [
+        (0, 0),
+        (0, 1),
+        (1, 2),
+        (1, 3),
+    ]
+
+
+def test_old_worker_names_map_as_their_release_printed_them() -> None:
+    text = banner("0.9.2") + engine_init("0.9.2", tp=2)
+    decision = _established(
+        None, log(text + _tagged("VllmWorker rank=0 pid=1", "VllmWorker rank=1 pid=2"))
+    )
+    assert [r.rank for r in decision.ranks] == [0, 1]
+    text = banner("0.10.1.1") + engine_init("0.10.1.1", tp=2)
+    decision = _established(
+        None, log(text + _tagged("VllmWorker TP0 pid=1", "VllmWorker TP1 pid=2"))
+    )
+    assert [r.rank for r in decision.ranks] == [0, 1]
+
+
+def test_a_tag_that_leaves_out_a_group_is_reported_not_guessed() -> None:
+    # PP=2 but the tags name TP only: which pipeline stage each is, is not printed.
+    text = banner("0.32.0") + engine_init(tp=2, pp=2)
+    refused = _refused(None, log(text + _tagged("Worker_TP0 pid=1", "Worker_TP1 pid=2")))
+    assert refused.reason is ParallelReason.RANKS_UNATTRIBUTED
+    assert "Worker_TP0 pid=1" in refused.detail
+    assert refused.present == ()
+    # An index past its group's size maps to nothing either.
+    beyond = _refused(None, log(banner("0.32.0") + engine_init(tp=2) + _tagged("Worker_TP2 pid=9")))
+    assert beyond.reason is ParallelReason.RANKS_UNATTRIBUTED

@@ -10,6 +10,7 @@ is incomplete or names a world past any deployment, the reason why not.  A
 
 from __future__ import annotations
 
+import re
 from typing import final
 
 import attrs
@@ -28,6 +29,8 @@ __all__ = [
     "layout_sizes",
     "resolve_from_http",
     "resolve_from_log",
+    "worker_tag_rank",
+    "worker_tags",
 ]
 
 
@@ -219,6 +222,85 @@ def global_rank(
     if engine is None or engine >= configuration.data_parallel_size:
         return None
     return engine * width + obs.rank
+
+
+_WORKER_NAME = re.compile(r"(?:Vllm)?Worker(?P<fields>(?:_[A-Z]+\d+)*)")
+_WORKER_FIELD = re.compile(r"_(?P<k>[A-Z]+?)(?P<v>\d+)")
+_OLD_WORKER = re.compile(r"VllmWorker(?: rank=(?P<rank>\d+)| TP(?P<tp>\d+))")
+
+
+def worker_tag_rank(tag: ProcessTag, configuration: ResolvedParallel) -> int | None:
+    """The global rank a worker process's own tag names, or ``None`` when it cannot.
+
+    vLLM names a MultiprocExecutor worker by its groups: ``Worker_DP1_PP0_TP1`` (v0.11 on:
+    ``_DP``/``_PP``/``_PCP``/``_TP``/``_DCP``/``_EP``, each only when that group has more
+    than one rank; v0.29.0 ``v1/executor/multiproc_executor.py`` L1080-1093),
+    ``VllmWorker TP1`` (v0.10.1.1 L387-391) or ``VllmWorker rank=1`` (v0.8.5, v0.9.2
+    L294, L346: the engine-local rank).  Ranks are laid out TP fastest, then PCP, then PP,
+    then DP (``rank = dp × (PP×PCP×TP) + (pp × PCP + pcp) × TP + tp``).  A group of
+    more than one rank that the name leaves out, or an index past its size, is unmappable.
+    """
+    name = tag.name
+    if name is None or tag.outer is not None:
+        return None
+    c = configuration
+    width = c.ranks_per_engine
+    old = _OLD_WORKER.fullmatch(name)
+    if old is not None:
+        if old["rank"] is not None:
+            local = int(old["rank"])
+            return local if local < width and c.data_parallel_size == 1 else None
+        tp = int(old["tp"])
+        ok = tp < c.tensor_parallel_size and width == c.tensor_parallel_size
+        return tp if ok and c.data_parallel_size == 1 else None
+    m = _WORKER_NAME.fullmatch(name)
+    if m is None:
+        return None
+    fields: dict[str, int] = {}
+    for f in _WORKER_FIELD.finditer(m["fields"]):
+        if f["k"] in fields or len(f["v"]) > 6:
+            return None
+        fields[f["k"]] = int(f["v"])
+    sizes = {
+        "DP": c.data_parallel_size,
+        "PP": c.pipeline_parallel_size,
+        "PCP": c.prefill_context_parallel_size,
+        "TP": c.tensor_parallel_size,
+    }
+    index: dict[str, int] = {}
+    for key, size in sizes.items():
+        value = fields.get(key)
+        if value is None and size > 1:
+            return None  # the group has several ranks but the name does not say which
+        value = value or 0
+        if value >= size:
+            return None
+        index[key] = value
+    if set(fields) - {*sizes, "DCP", "EP"}:
+        return None
+    local = (index["PP"] * c.prefill_context_parallel_size + index["PCP"]) * c.tensor_parallel_size
+    return index["DP"] * width + local + index["TP"]
+
+
+def worker_tags(launch: Launch) -> list[tuple[ProcessTag, int]]:
+    """Every worker process tag of the launch's observations, with the first line it
+    tagged (rank lines, memory lines, executor markers), in line order."""
+    seen: dict[str, tuple[ProcessTag, int]] = {}
+    tagged = [
+        *((o.process, o.line) for o in launch.ranks),
+        *((o.process, o.line) for o in launch.available_memory),
+        *((o.process, o.line) for o in launch.executor_observations),
+    ]
+    for tag, line in sorted(tagged, key=lambda pair: pair[1]):
+        if (
+            tag is None
+            or tag.name is None
+            or "Worker" not in tag.name
+            or tag.name.startswith("Ray")
+        ):
+            continue
+        seen.setdefault(tag.text, (tag, line))
+    return list(seen.values())
 
 
 def beyond_bounds(tp: int, pp: int, pcp: int, dp: int, where: str) -> str | None:
