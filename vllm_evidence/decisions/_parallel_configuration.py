@@ -261,14 +261,14 @@ def worker_tag_rank(tag: ProcessTag, configuration: ResolvedParallel) -> int | N
         if f["k"] in fields or len(f["v"]) > 6:
             return None
         fields[f["k"]] = int(f["v"])
-    sizes = {
-        "DP": c.data_parallel_size,
-        "PP": c.pipeline_parallel_size,
-        "PCP": c.prefill_context_parallel_size,
-        "TP": c.tensor_parallel_size,
-    }
+    sizes = (
+        ("DP", c.data_parallel_size),
+        ("PP", c.pipeline_parallel_size),
+        ("PCP", c.prefill_context_parallel_size),
+        ("TP", c.tensor_parallel_size),
+    )
     index: dict[str, int] = {}
-    for key, size in sizes.items():
+    for key, size in sizes:
         value = fields.get(key)
         if value is None and size > 1:
             return None  # the group has several ranks but the name does not say which
@@ -276,7 +276,7 @@ def worker_tag_rank(tag: ProcessTag, configuration: ResolvedParallel) -> int | N
         if value >= size:
             return None
         index[key] = value
-    if set(fields) - {*sizes, "DCP", "EP"}:
+    if set(fields) - {key for key, _ in sizes} - {"DCP", "EP"}:
         return None
     local = (index["PP"] * c.prefill_context_parallel_size + index["PCP"]) * c.tensor_parallel_size
     return index["DP"] * width + local + index["TP"]
