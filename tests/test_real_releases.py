@@ -19,6 +19,7 @@ from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
 from vllm_evidence.assessment import Assessment
 from vllm_evidence.decisions import (
     CapacityEstablished,
+    JoinUnestablished,
     ParallelEstablished,
     ParallelReason,
     ParallelRefused,
@@ -144,3 +145,107 @@ def test_the_dp2_log_report_names_the_resolved_sizes() -> None:
         "  global ranks:       none; 4 worker line(s) in one engine's own world name no DP "
         "engine (not mapped)\n"
     ) in report
+
+
+# The older releases (one TP=1 server each): (scenario, version, blocks or tokens, and the
+# reasons of front-door join, log join, parallel, capacity, identity, health).
+OLDER: list[tuple[str, str, tuple[str, str, str, str, str, str]]] = [
+    # V0 on CPU: MQLLMEngine sets PROMETHEUS_MULTIPROC_DIR, so no incarnation marker and
+    # no join; the log still gives one launch with its V0 engine-init and mp fallback.
+    (
+        "vllm-0.8.5-cpu/tp1",
+        "0.8.5",
+        (
+            "marker_absent",
+            "marker_unobserved",
+            "log_not_joined",
+            "log_not_joined",
+            "established",
+            "log_not_joined",
+        ),
+    ),
+    # 0.9.2 prints its executor backend nowhere, and its /server_info has no JSON form.
+    (
+        "vllm-0.9.2-cpu/tp1",
+        "0.9.2",
+        (
+            "established",
+            "established",
+            "established",
+            "per_worker_before_reduction",
+            "established",
+            "backend_unobserved",
+        ),
+    ),
+    (
+        "vllm-0.11.0-cpu/tp1",
+        "0.11.0",
+        (
+            "established",
+            "established",
+            "established",
+            "per_worker_before_reduction",
+            "established",
+            "established",
+        ),
+    ),
+    (
+        "vllm-0.20.0-cpu/tp1",
+        "0.20.0",
+        (
+            "established",
+            "established",
+            "established",
+            "not_group_aware",
+            "established",
+            "established",
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize(("scenario", "version", "reasons"), OLDER, ids=[o[0] for o in OLDER])
+def test_older_releases_give_one_launch_and_their_own_verdicts(
+    scenario: str, version: str, reasons: tuple[str, str, str, str, str, str]
+) -> None:
+    log = _log(scenario)
+    assert len(log.launches) == 1  # no phantom launch before the banner
+    (launch,) = log.launches
+    assert launch.version is not None
+    assert launch.version.text == version
+    assert launch.development_mode is not False
+    resolved = resolve_from_log(launch)
+    assert isinstance(resolved, ResolvedParallel), resolved
+    assert (resolved.tensor_parallel_size, resolved.data_parallel_size) == (1, 1)
+    a = _assessment(scenario)
+    got = tuple(
+        d.reason.value
+        for d in (
+            a.front_door_join,
+            a.log_join,
+            a.parallel,
+            a.capacity,
+            a.served_identity,
+            a.health_coverage,
+        )
+    )
+    assert got == reasons
+    for d in (a.front_door_join, a.log_join, a.parallel, a.capacity, a.health_coverage):
+        words = f"{d.reason.value} {d.detail}".lower()
+        assert "conflict" not in words, d
+        assert "contradict" not in words, d
+
+
+def test_the_0_8_5_log_is_read_as_v0_on_cpu() -> None:
+    (launch,) = _log("vllm-0.8.5-cpu/tp1").launches
+    config = launch.engine_config
+    assert config is not None
+    assert (config.engine, config.version_text) == ("v0", "0.8.5")
+    assert launch.executor_backend is not None
+    assert launch.executor_backend.value == "mp"
+    assert [o.marker.value for o in launch.executor_evidence] == ["cpu_fallback_line"]
+    (blocks,) = launch.blocks
+    assert (blocks.device, blocks.device_blocks.value) == ("cpu", 65536)
+    join = _assessment("vllm-0.8.5-cpu/tp1").front_door_join
+    assert isinstance(join, JoinUnestablished), join
+    assert "MQLLMEngine" in join.remedy
