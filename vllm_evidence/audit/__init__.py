@@ -404,7 +404,8 @@ def route_table_from_log(path: Path, *, development_mode: bool) -> RouteTable | 
     """The route table of the last launch in a startup log that printed one.
 
     Returns a one-line error when the log cannot be read, has no route table, or its
-    launch's development mode is not ``development_mode``.
+    launch's development mode is not ``development_mode`` (a launch that shows no
+    development mode is taken as the plain one: the operator named the mode).
     """
     from vllm_evidence.adapters.startup_log import LogReadFailure, read_startup_log
 
@@ -415,9 +416,11 @@ def route_table_from_log(path: Path, *, development_mode: bool) -> RouteTable | 
     if not launches:
         return f"{path}: no route table (no 'Route: …, Methods: …' lines)"
     launch = launches[-1]
-    if launch.development_mode is not development_mode:
-        mode = "development mode on" if launch.development_mode else "development mode off"
-        return f"{path}: its launch ran with {mode}"
+    dev = launch.development_mode is True
+    if dev is not development_mode:
+        if dev:
+            return f"{path}: its launch ran with development mode on"
+        return f"{path}: its launch shows no development mode (no /server_info route, no warning)"
     routes = frozenset(
         (route.path, method.upper()) for route in launch.routes for method in route.methods
     )

@@ -25,6 +25,7 @@ from vllm_evidence.adapters.startup_log import (
     Launch,
     ProcessTag,
 )
+from vllm_evidence.decisions._parallel_configuration import ResolvedParallel, resolve_from_log
 from vllm_evidence.measure import BlockCount, Concurrency, MeasureParseFailure, TokenCount
 from vllm_evidence.readback.evidence import Evidence, Source, log_source, route_source
 from vllm_evidence.upstream import CapacitySource
@@ -129,6 +130,11 @@ def resolved_dp(evidence: Evidence, figures: list[EngineCapacity]) -> int | None
     """The DP size the figures' own source resolves (the log's, or /server_info's)."""
     from_log = figures[0].source_kind is CapacitySource.LOG_CAPACITY_LINE
     if from_log and evidence.launch is not None and evidence.launch.engine_config is not None:
+        # Independent DP engines print DP=1 on the engine-init line: the launch's own
+        # resolution (the non-default args or the engine tags) gives the engines.
+        resolved = resolve_from_log(evidence.launch)
+        if isinstance(resolved, ResolvedParallel):
+            return resolved.data_parallel_size
         return evidence.launch.engine_config.data_parallel_size
     if not from_log:
         info = evidence.server_info()

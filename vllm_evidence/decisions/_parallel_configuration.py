@@ -10,21 +10,27 @@ is incomplete or names a world past any deployment, the reason why not.  A
 
 from __future__ import annotations
 
+import re
 from typing import final
 
 import attrs
 
 from vllm_evidence._bounds import MAX_WORLD_SIZE
 from vllm_evidence._seal import Sealed, minter
-from vllm_evidence.adapters.startup_log import Launch
+from vllm_evidence.adapters.startup_log import Launch, ProcessTag, RankObservation
 from vllm_evidence.readback.evidence import Evidence, Source, log_source
 
 __all__ = [
     "ResolvedParallel",
     "beyond_bounds",
+    "data_parallel_engines",
+    "global_rank",
+    "independent_engines",
     "layout_sizes",
     "resolve_from_http",
     "resolve_from_log",
+    "worker_tag_rank",
+    "worker_tags",
 ]
 
 
@@ -92,6 +98,12 @@ def resolve_from_log(launch: Launch) -> ResolvedParallel | str | None:
         return f"the engine-init line (line {config.line}) does not print TP and PP sizes"
     dp = config.data_parallel_size
     note = None
+    if dp == 1:
+        independent = _independent_engines(launch)
+        if isinstance(independent, str):
+            return independent
+        if independent is not None:
+            dp, note = independent
     if dp is None:
         args = launch.non_default_args[0] if launch.non_default_args else None
         if args is None:
@@ -120,6 +132,175 @@ def resolve_from_log(launch: Launch) -> ResolvedParallel | str | None:
         source=log_source(launch, config.line, config.process),
         data_parallel_note=note,
     )
+
+
+def data_parallel_engines(launch: Launch) -> list[int]:
+    """The DP engine indexes the launch's process tags name (``EngineCore_DP<i>``), over
+    every observation that carries a tag."""
+    tags: list[ProcessTag | None] = [
+        *(o.process for o in launch.engine_configs),
+        *(o.process for o in launch.capacity),
+        *(o.process for o in launch.ranks),
+        *(o.process for o in launch.available_memory),
+        *(o.process for o in launch.executor_observations),
+    ]
+    return sorted({t.dp_engine for t in tags if t is not None and t.dp_engine is not None})
+
+
+def _independent_engines(launch: Launch) -> tuple[int, str] | str | None:
+    """The launch's DP size when its engine-init lines print DP=1 for independent engines.
+
+    For a dense model vLLM runs each DP engine on its own and resets its parallel
+    configuration to DP=1 before that engine prints its engine-init line
+    (``ParallelConfig.reconfigure_for_independent_dp_rank()``, v0.29.0
+    ``config/parallel.py`` L1070, ``v1/engine/core.py`` L1332-1336; the same reset inline
+    from v0.20.0): the engine-init line then says DP=1 while the launch runs N engines
+    (only the engine of local DP rank 0 prints it, v0.29.0 ``v1/engine/core.py`` L122).
+    The N comes from the non-default args (as given) or, without them, from the
+    ``EngineCore_DP<i>`` tags of the launch's lines (one capacity line per engine).
+    ``None``: no sign of more than one engine; a string: the signs disagree.
+    """
+    engines = data_parallel_engines(launch)
+    args = next((a for a in launch.non_default_args if a.data_parallel_size is not None), None)
+    given = args.data_parallel_size if args is not None else None
+    shown = f"lines from DP engines {engines}"
+    if args is not None and given is not None and given > 1:
+        if engines and engines[-1] >= given:
+            return (
+                f"the non-default args (line {args.line}) give data_parallel_size {given}, "
+                f"but the log has {shown}"
+            )
+        return given, (
+            "the engine-init line prints data_parallel_size=1 (a dense model's DP engines "
+            f"run independently); data_parallel_size {given} from the "
+            f"non-default args (line {args.line})" + (f", {shown}" if engines else "")
+        )
+    if len(engines) < 2:
+        return None
+    if engines != list(range(len(engines))):
+        return f"{shown}: not the engines 0..{len(engines) - 1}, so the DP size is unknown"
+    if launch.non_default_args:
+        return (
+            f"the non-default args (line {launch.non_default_args[0].line}) give "
+            f"data_parallel_size {given or 1}, but the log has {shown}"
+        )
+    return len(engines), (
+        "the engine-init line prints data_parallel_size=1 (a dense model's DP engines "
+        f"run independently); {shown}, and no non-default args line"
+    )
+
+
+def independent_engines(launch: Launch, configuration: ResolvedParallel) -> bool:
+    """Whether the launch's engines each ran alone: its engine-init line says DP=1 and
+    the launch resolved to DP>1 (:func:`resolve_from_log`)."""
+    config = launch.engine_config
+    return (
+        config is not None
+        and config.data_parallel_size == 1
+        and configuration.data_parallel_size > 1
+    )
+
+
+def global_rank(
+    obs: RankObservation, configuration: ResolvedParallel, *, independent: bool
+) -> int | None:
+    """The global rank a worker line names, or ``None`` when it cannot be mapped.
+
+    A line in the DP-wide world (``world_size_across_dp``) names its global rank.  With
+    independent DP engines (``independent``: the engine-init line says DP=1 of a launch
+    resolved to DP>1) each engine's workers join a world of their own (TP×PP×PCP,
+    ranks from 0), so the line's rank is local to its engine, and the engine comes from
+    the line's ``EngineCore_DP<i>`` tag: global rank = i × (TP×PP×PCP) + local rank.
+    An engine-local line without that tag is never guessed at.
+    """
+    width = configuration.ranks_per_engine
+    if obs.world_size == configuration.world_size:
+        return obs.rank
+    if not independent or obs.world_size != width or obs.rank >= width:
+        return None
+    engine = obs.process.dp_engine if obs.process is not None else None
+    if engine is None or engine >= configuration.data_parallel_size:
+        return None
+    return engine * width + obs.rank
+
+
+_WORKER_NAME = re.compile(r"(?:Vllm)?Worker(?P<fields>(?:_[A-Z]+\d+)*)")
+_WORKER_FIELD = re.compile(r"_(?P<k>[A-Z]+?)(?P<v>\d+)")
+_OLD_WORKER = re.compile(r"VllmWorker(?: rank=(?P<rank>\d+)| TP(?P<tp>\d+))")
+
+
+def worker_tag_rank(tag: ProcessTag, configuration: ResolvedParallel) -> int | None:
+    """The global rank a worker process's own tag names, or ``None`` when it cannot.
+
+    vLLM names a MultiprocExecutor worker by its groups: ``Worker_DP1_PP0_TP1`` (v0.11 on:
+    ``_DP``/``_PP``/``_PCP``/``_TP``/``_DCP``/``_EP``, each only when that group has more
+    than one rank; v0.29.0 ``v1/executor/multiproc_executor.py`` L1080-1093),
+    ``VllmWorker TP1`` (v0.10.1.1 L387-391) or ``VllmWorker rank=1`` (v0.8.5, v0.9.2
+    L294, L346: the engine-local rank).  Ranks are laid out TP fastest, then PCP, then PP,
+    then DP (``rank = dp × (PP×PCP×TP) + (pp × PCP + pcp) × TP + tp``).  A group of
+    more than one rank that the name leaves out, or an index past its size, is unmappable.
+    """
+    name = tag.name
+    if name is None or tag.outer is not None:
+        return None
+    c = configuration
+    width = c.ranks_per_engine
+    old = _OLD_WORKER.fullmatch(name)
+    if old is not None:
+        if old["rank"] is not None:
+            local = int(old["rank"])
+            return local if local < width and c.data_parallel_size == 1 else None
+        tp = int(old["tp"])
+        ok = tp < c.tensor_parallel_size and width == c.tensor_parallel_size
+        return tp if ok and c.data_parallel_size == 1 else None
+    m = _WORKER_NAME.fullmatch(name)
+    if m is None:
+        return None
+    fields: dict[str, int] = {}
+    for f in _WORKER_FIELD.finditer(m["fields"]):
+        if f["k"] in fields or len(f["v"]) > 6:
+            return None
+        fields[f["k"]] = int(f["v"])
+    sizes = (
+        ("DP", c.data_parallel_size),
+        ("PP", c.pipeline_parallel_size),
+        ("PCP", c.prefill_context_parallel_size),
+        ("TP", c.tensor_parallel_size),
+    )
+    index: dict[str, int] = {}
+    for key, size in sizes:
+        value = fields.get(key)
+        if value is None and size > 1:
+            return None  # the group has several ranks but the name does not say which
+        value = value or 0
+        if value >= size:
+            return None
+        index[key] = value
+    if set(fields) - {key for key, _ in sizes} - {"DCP", "EP"}:
+        return None
+    local = (index["PP"] * c.prefill_context_parallel_size + index["PCP"]) * c.tensor_parallel_size
+    return index["DP"] * width + local + index["TP"]
+
+
+def worker_tags(launch: Launch) -> list[tuple[ProcessTag, int]]:
+    """Every worker process tag of the launch's observations, with the first line it
+    tagged (rank lines, memory lines, executor markers), in line order."""
+    seen: dict[str, tuple[ProcessTag, int]] = {}
+    tagged = [
+        *((o.process, o.line) for o in launch.ranks),
+        *((o.process, o.line) for o in launch.available_memory),
+        *((o.process, o.line) for o in launch.executor_observations),
+    ]
+    for tag, line in sorted(tagged, key=lambda pair: pair[1]):
+        if (
+            tag is None
+            or tag.name is None
+            or "Worker" not in tag.name
+            or tag.name.startswith("Ray")
+        ):
+            continue
+        seen.setdefault(tag.text, (tag, line))
+    return list(seen.values())
 
 
 def beyond_bounds(tp: int, pp: int, pcp: int, dp: int, where: str) -> str | None:

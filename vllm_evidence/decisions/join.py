@@ -169,6 +169,13 @@ def _unjoined(
     law: IncarnationMarkerLaw | LawNotEstablished | None,
     subject: Subject,
 ) -> JoinUnestablished:
-    return _mint_unjoined(
-        subject=subject, reason=reason, detail=detail, remedy=_REMEDIES[reason], law=law
-    )
+    remedy = _REMEDIES[reason]
+    if reason is JoinReason.MARKER_ABSENT and isinstance(law, IncarnationMarkerLaw):
+        # The release's own law names the cause (V0's MQLLMEngine in 0.8.5, several API
+        # servers under 'vllm serve' with DP>1), not one cause for every release.
+        remedy = (
+            "none over HTTP: the front door carries no incarnation marker; for this "
+            f"release, process_start_time_seconds is {law.marker.value.replace('_', ' ')}: "
+            f"{law.statement}"
+        )
+    return _mint_unjoined(subject=subject, reason=reason, detail=detail, remedy=remedy, law=law)

@@ -30,10 +30,11 @@ from urllib.parse import urlsplit
 import attrs
 
 from vllm_evidence._seal import Sealed, minter
-from vllm_evidence.adapters.outcome import NotFound, Parsed
+from vllm_evidence.adapters.outcome import NotFound
 from vllm_evidence.adapters.receipt import LaunchReceipt
 from vllm_evidence.capture.batch import CaptureOrigin
 from vllm_evidence.decisions._common import refusal_summary
+from vllm_evidence.decisions._parallel_configuration import ResolvedParallel, resolve_from_log
 from vllm_evidence.decisions.join import (
     JoinedIncarnation,
     JoinReason,
@@ -215,10 +216,17 @@ def _configuration_contradiction(evidence: Evidence) -> str | None:
     if config is not None and info is not None:
         observed, source = info
         p = observed.parallel
+        # Independent DP engines each print DP=1: the launch's DP is the resolved one.
+        resolved = resolve_from_log(launch)
+        log_dp = (
+            resolved.data_parallel_size
+            if isinstance(resolved, ResolvedParallel)
+            else config.data_parallel_size
+        )
         for name, log_value, door_value in (
             ("tensor_parallel_size", config.tensor_parallel_size, p.tensor_parallel_size),
             ("pipeline_parallel_size", config.pipeline_parallel_size, p.pipeline_parallel_size),
-            ("data_parallel_size", config.data_parallel_size, p.data_parallel_size),
+            ("data_parallel_size", log_dp, p.data_parallel_size),
         ):
             if log_value is not None and door_value is not None and log_value != door_value:
                 found.append(
@@ -254,7 +262,7 @@ def _configuration_contradiction(evidence: Evidence) -> str | None:
 
 def _route_table_contradictions(evidence: Evidence) -> list[str]:
     """Development routes the launch's route table and the front door disagree on: one
-    registered that answered 404, or one answered that the printed table does not have."""
+    the table lists that answered 404."""
     door, launch = evidence.front_door, evidence.launch
     if door is None or launch is None or not launch.routes:
         return []
@@ -264,13 +272,11 @@ def _route_table_contradictions(evidence: Evidence) -> list[str]:
         ("/server_info", (door.server_info, door.server_info_json)),
         ("/get_world_size", (door.world_size,)),
     ):
-        listed = path in registered
-        if listed and all(isinstance(outcome, NotFound) for outcome in outcomes):
+        # Only a listed route can contradict: real 0.8.5 to 0.20.0 servers (issue 18)
+        # printed five 'Route:' lines while serving /server_info, so a route the table
+        # lacks is not observed, never absent.
+        if path in registered and all(isinstance(outcome, NotFound) for outcome in outcomes):
             found.append(f"the launch registered {path} but the front door answered it 404")
-        elif not listed and any(isinstance(outcome, Parsed) for outcome in outcomes):
-            found.append(
-                f"the front door serves {path}, which the launch's route table does not list"
-            )
     return found
 
 

@@ -24,7 +24,7 @@ from typing import TypeAlias, final
 import attrs
 
 from vllm_evidence._seal import Sealed, minter
-from vllm_evidence.adapters.startup_log import Launch, RankObservation
+from vllm_evidence.adapters.startup_log import Launch, ProcessTag, RankObservation
 from vllm_evidence.decisions._common import (
     RESTARTED,
     RESTARTED_REMEDY,
@@ -35,9 +35,13 @@ from vllm_evidence.decisions._common import (
 )
 from vllm_evidence.decisions._parallel_configuration import (
     ResolvedParallel,
+    global_rank,
+    independent_engines,
     layout_sizes,
     resolve_from_http,
     resolve_from_log,
+    worker_tag_rank,
+    worker_tags,
 )
 from vllm_evidence.readback.evidence import Evidence, Source, Subject, log_source, parsed
 from vllm_evidence.upstream import (
@@ -170,10 +174,31 @@ def _population(
 ) -> tuple[ParallelReason, str, tuple[PresentRank, ...], tuple[int, ...]]:
     """Stage 2 on the launch's worker lines (global ranks in the DP-wide world)."""
     width = configuration.ranks_per_engine
-    lines = [r for r in launch.ranks if r.world_size == configuration.world_size]
     present: dict[int, RankObservation] = {}
-    for obs in lines:
-        present.setdefault(obs.rank, obs)
+    lines: list[RankObservation] = []
+    untagged: list[RankObservation] = []
+    independent = independent_engines(launch, configuration)
+    for obs in launch.ranks:
+        rank = global_rank(obs, configuration, independent=independent)
+        if rank is None:
+            if independent and obs.world_size == width:
+                untagged.append(obs)
+            continue
+        lines.append(obs)
+        present.setdefault(rank, obs)
+    tag_lines: dict[int, tuple[int, ProcessTag]] = {}
+    unmapped_tags: list[str] = []
+    # A worker that printed a rank line is judged by it: its tag adds nothing, and a
+    # tag never overrides what the worker's own world says.
+    with_rank_lines = {r.process.text for r in launch.ranks if r.process is not None}
+    for tag, line in worker_tags(launch):
+        if tag.text in with_rank_lines:
+            continue
+        g = worker_tag_rank(tag, configuration)
+        if g is None:
+            unmapped_tags.append(tag.text)
+        elif g not in present:
+            tag_lines.setdefault(g, (line, tag))
     expected = configuration.expected_ranks()
     ranks = tuple(
         _mint_present(
@@ -184,16 +209,54 @@ def _population(
         )
         for g in expected
         if g in present
+    ) + tuple(
+        _mint_present(
+            data_parallel_rank=g // width,
+            rank=g,
+            pid=tag_lines[g][1].pid,
+            source=log_source(launch, tag_lines[g][0], tag_lines[g][1]),
+        )
+        for g in expected
+        if g not in present and g in tag_lines
     )
-    missing = tuple(g for g in expected if g not in present)
-    if not launch.ranks:
+    ranks = tuple(sorted(ranks, key=lambda r: r.rank))
+    missing = tuple(g for g in expected if g not in present and g not in tag_lines)
+    if not missing and ranks:
+        return ParallelReason.ESTABLISHED, "", ranks, missing
+    if missing and unmapped_tags:
+        shown = ", ".join(unmapped_tags[:4])
+        return (
+            ParallelReason.RANKS_UNATTRIBUTED,
+            (
+                f"ranks {list(missing)} not attributed: worker tag(s) {shown} do not map to "
+                f"a global rank under TP={configuration.tensor_parallel_size} "
+                f"PP={configuration.pipeline_parallel_size} "
+                f"DP={configuration.data_parallel_size}"
+            ),
+            ranks,
+            missing,
+        )
+    if not launch.ranks and not ranks:
         return (
             ParallelReason.POPULATION_UNOBSERVED,
             "the launch has no worker rank lines",
             ranks,
             missing,
         )
-    if not lines:
+    if untagged and missing:
+        where = ", ".join(str(obs.line) for obs in untagged[:5])
+        pids = sorted({obs.pid for obs in untagged if obs.pid is not None})
+        return (
+            ParallelReason.RANKS_UNATTRIBUTED,
+            (
+                f"ranks {list(missing)} not attributed: the worker lines of {len(pids)} "
+                f"process(es) in one engine's own world of {width} (line {where}) carry "
+                "no DP engine tag, so which engine each belongs to is not printed"
+            ),
+            ranks,
+            missing,
+        )
+    if not lines and not tag_lines:
         sizes = sorted({r.world_size for r in launch.ranks})
         return (
             ParallelReason.WORLD_SIZE_MISMATCH,
@@ -388,7 +451,11 @@ def _decide(evidence: Evidence) -> ParallelDecision:
     remedy = {
         ParallelReason.POPULATION_UNOBSERVED: "give a log with the workers' start-up lines",
         ParallelReason.WORLD_SIZE_MISMATCH: "check the log belongs to this configuration",
-        ParallelReason.RANKS_UNATTRIBUTED: "run with Ray log deduplication off (RAY_DEDUP_LOGS=0)",
+        ParallelReason.RANKS_UNATTRIBUTED: (
+            "run with Ray log deduplication off (RAY_DEDUP_LOGS=0)"
+            if "Ray collapsed" in detail
+            else "give a log whose worker lines carry their process tags"
+        ),
         ParallelReason.RANKS_MISSING: "a rank never started: look at that worker",
     }[reason]
     return refuse(

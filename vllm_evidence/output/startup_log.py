@@ -1,4 +1,4 @@
-"""A read startup log as the ``vllm-evidence.startup-log/1`` JSON document and as text.
+"""A read startup log as the ``vllm-evidence.startup-log/2`` JSON document and as text.
 
 The document is the package converter's rendering of a
 :class:`~vllm_evidence.adapters.startup_log.StartupLog`; the hooks of the log's types
@@ -11,10 +11,15 @@ from typing import Any
 
 from vllm_evidence._converter import converter
 from vllm_evidence.adapters.startup_log import Launch, ProcessTag, StartupLog
+from vllm_evidence.decisions._parallel_configuration import (
+    global_rank,
+    independent_engines,
+    resolve_from_log,
+)
 
 __all__ = ["SCHEMA", "render_startup_log", "startup_log_document"]
 
-SCHEMA = "vllm-evidence.startup-log/1"
+SCHEMA = "vllm-evidence.startup-log/2"
 
 
 def _process_json(process: ProcessTag) -> dict[str, object]:
@@ -151,7 +156,7 @@ def _launch_document(launch: Launch) -> dict[str, object]:
 
 
 def startup_log_document(log: StartupLog) -> dict[str, Any]:
-    """The ``vllm-evidence.startup-log/1`` JSON document of a read log."""
+    """The ``vllm-evidence.startup-log/2`` JSON document of a read log."""
     document: dict[str, Any] = converter.unstructure(log)
     return document
 
@@ -171,6 +176,45 @@ def _log_json(log: StartupLog) -> dict[str, object]:
 converter.register_unstructure_hook(ProcessTag, _process_json)
 converter.register_unstructure_hook(Launch, _launch_document)
 converter.register_unstructure_hook(StartupLog, _log_json)
+
+
+def _resolved_lines(launch: Launch) -> list[str]:
+    """The launch's resolved sizes and global ranks, where they differ from the
+    engine-init line (independent DP engines each print DP=1)."""
+    resolved = resolve_from_log(launch)
+    config = launch.engine_config
+    if isinstance(resolved, str):
+        return [f"  resolved sizes:     not established: {resolved}"]
+    if resolved is None or config is None or resolved.data_parallel_note is None:
+        return []
+    independent = independent_engines(launch, resolved)
+    mapped = sorted(
+        {
+            g
+            for r in launch.ranks
+            if (g := global_rank(r, resolved, independent=independent)) is not None
+        }
+    )
+    unmapped = [
+        r
+        for r in launch.ranks
+        if global_rank(r, resolved, independent=independent) is None
+        and r.world_size == resolved.ranks_per_engine
+    ]
+    ranks = ", ".join(map(str, mapped)) if mapped else "none"
+    if independent and unmapped:
+        ranks += (
+            f"; {len(unmapped)} worker line(s) in one engine's own world name no DP engine "
+            "(not mapped)"
+        )
+    return [
+        (
+            f"  resolved sizes:     TP={resolved.tensor_parallel_size} "
+            f"PP={resolved.pipeline_parallel_size} DP={resolved.data_parallel_size} "
+            f"({resolved.data_parallel_note})"
+        ),
+        "  global ranks:       " + ranks,
+    ]
 
 
 def render_startup_log(log: StartupLog) -> str:
@@ -201,6 +245,7 @@ def render_startup_log(log: StartupLog) -> str:
             "  ranks seen:         "
             + (", ".join(f"{r}/{w}" for r, w in ranks) if ranks else "none")
         )
+        out.extend(_resolved_lines(launch))
         evidence = ", ".join(f"{o.marker.value}@{o.line}" for o in launch.executor_evidence)
         out.append(
             "  executor backend:   "
@@ -209,7 +254,7 @@ def render_startup_log(log: StartupLog) -> str:
         dev = launch.development_mode
         out.append(
             f"  routes:             {len(launch.routes)}; development mode "
-            + ("unknown" if dev is None else ("on" if dev else "off"))
+            + ("on" if dev else "not observed")
         )
         out.extend(
             f"  capacity line {c.line}: {c.format.value} {c.device or '?'} "

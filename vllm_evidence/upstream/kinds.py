@@ -105,6 +105,10 @@ class ExecutorMarker(enum.Enum):
     """A record from ``uniproc_executor.py`` (uni, or the external-launcher executor)."""
     SINGLE_GPU_EXECUTOR_FILE = "single_gpu_executor_file"
     """A record from v0.6.6's ``gpu_executor.py`` (single-GPU executor, today's ``uni``)."""
+    CPU_FALLBACK_LINE = "cpu_fallback_line"
+    """``uni is not supported on CPU, fallback to mp distributed executor backend.``: the
+    CPU platform rewrote the backend to ``mp`` (v0.8.5, v0.9.2 ``platforms/cpu.py``);
+    resolved, like the configuration field."""
 
 
 class HealthCoverage(enum.Enum):

@@ -57,6 +57,7 @@ def _read(text: str, commit: str | None, how: SourceKind = SourceKind.SOURCE_REA
 
 
 #: Every release the laws were read from, oldest first (``reference/vllm-upstream.md``).
+#: 0.14.0 to 0.31.0 without a commit: the CPU wheels' ``_version.py`` records none.
 READ_RELEASES: tuple[ReadRelease, ...] = (
     _read("0.6.6.post1", None),
     _read("0.8.5", None),
@@ -65,8 +66,14 @@ READ_RELEASES: tuple[ReadRelease, ...] = (
     _read("0.10.2", "26b999c71"),
     _read("0.11.0", "f71952c1c"),
     _read("0.13.0", "72506c983"),
+    _read("0.14.0", None),
+    _read("0.17.0", None),
     _read("0.20.0", "b8160878f"),
+    _read("0.23.0", None),
+    _read("0.26.0", None),
     _read("0.27.0", "4bdc8a788"),
+    _read("0.29.0", None),
+    _read("0.31.0", None),
     _read("0.32.0", None, SourceKind.FIRST_HAND),
     _read("0.33.0", "4ba787ec9"),
 )

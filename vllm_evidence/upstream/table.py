@@ -77,6 +77,14 @@ __all__ = ["EXECUTOR_FILES", "EXECUTOR_LAW_TABLE", "LAW_TABLE", "QUESTIONS"]
 
 
 _OLDEST = "0.6.6.post1"
+
+
+def _each(releases: str, where: str) -> tuple[str, ...]:
+    """One citation per read release of ``releases`` (space-separated) for the same
+    reading: the same code, read in each."""
+    return tuple(f"v{release}: {where}" for release in releases.split())
+
+
 _NEWEST = "0.33.0"
 
 # --- routes -------------------------------------------------------------------------
@@ -201,6 +209,9 @@ def _routes() -> list[tuple[Question, tuple[Law, ...]]]:
                 RouteGate.DEVELOPMENT_MODE_QUERY_IGNORED,
                 (
                     "v0.8.5: entrypoints/openai/api_server.py L691-694 (text form only)",
+                    "v0.9.2: entrypoints/openai/api_server.py L916-919 (text form only)",
+                    "first-hand v0.9.2: ?config_format=json returns the text form",
+                    "v0.10.1.1: entrypoints/openai/api_server.py L1001 (text form only)",
                     "v0.10.2: entrypoints/openai/api_server.py L1054-1057",
                 ),
             ),
@@ -211,6 +222,14 @@ def _routes() -> list[tuple[Question, tuple[Law, ...]]]:
                 RouteGate.DEVELOPMENT_MODE,
                 (
                     "v0.11.0: entrypoints/openai/api_server.py L965-1055 (config_format)",
+                    "v0.14.0: entrypoints/serve/instrumentator/server_info.py L35-44",
+                    *_each(
+                        "0.17.0 0.20.0", "entrypoints/serve/instrumentator/server_info.py L43-52"
+                    ),
+                    *_each(
+                        "0.23.0 0.26.0 0.27.0 0.29.0 0.31.0 0.32.0",
+                        "entrypoints/serve/dev/server_info/api_router.py L43-52",
+                    ),
                     "v0.33.0: entrypoints/serve/dev/server_info/api_router.py L43-58",
                 ),
             ),
@@ -219,27 +238,39 @@ def _routes() -> list[tuple[Question, tuple[Law, ...]]]:
             law(
                 Route.GET_WORLD_SIZE,
                 _OLDEST,
-                "0.13.0",
+                "0.14.0",
                 RouteGate.NOT_REGISTERED,
-                ("v0.13.0: entrypoints/serve/rlhf/api_router.py (no /get_world_size)",),
+                (
+                    "v0.13.0: entrypoints/serve/rlhf/api_router.py (no /get_world_size)",
+                    "v0.14.0: no /get_world_size anywhere in vllm/",
+                ),
             ),
             law(
                 Route.GET_WORLD_SIZE,
-                "0.20.0",
+                "0.17.0",
                 "0.20.0",
                 RouteGate.DEVELOPMENT_MODE_AND_GENERATE_TASK,
                 (
+                    "v0.17.0: entrypoints/serve/rlhf/api_router.py L149, L169-172",
+                    "v0.17.0: entrypoints/openai/api_server.py L196-214 (generate task only)",
                     "v0.20.0: entrypoints/serve/rlhf/api_router.py L149, L169",
                     "v0.20.0: entrypoints/openai/api_server.py L198-215",
                 ),
             ),
             law(
                 Route.GET_WORLD_SIZE,
-                "0.27.0",
+                "0.23.0",
                 _NEWEST,
                 RouteGate.DEVELOPMENT_MODE,
                 (
+                    "v0.23.0: entrypoints/openai/api_server.py L197-200 (VLLM_SERVER_DEV_MODE)",
+                    "v0.23.0: entrypoints/serve/dev/rlhf/api_router.py L167",
+                    "v0.26.0: entrypoints/serve/__init__.py L45-47, dev/rlhf/api_router.py L211",
+                    "first-hand v0.26.0: /get_world_size answered with development mode",
                     "v0.27.0: entrypoints/serve/__init__.py register_vllm_dev_api_routers",
+                    "v0.29.0: entrypoints/serve/dev/rlhf/api_router.py L229",
+                    "v0.31.0: entrypoints/serve/dev/rlhf/api_router.py L228",
+                    "v0.32.0: entrypoints/rl/online/api_router.py L266",
                     "v0.33.0: entrypoints/rl/online/api_router.py L269-289",
                 ),
             ),
@@ -248,9 +279,12 @@ def _routes() -> list[tuple[Question, tuple[Law, ...]]]:
             law(
                 Route.COLLECTIVE_RPC,
                 _OLDEST,
-                "0.9.2",
+                "0.10.1.1",
                 RouteGate.NOT_REGISTERED,
-                ("v0.9.2: entrypoints/openai/api_server.py (no /collective_rpc)",),
+                (
+                    "v0.9.2: entrypoints/openai/api_server.py (no /collective_rpc)",
+                    "v0.10.1.1: no /collective_rpc anywhere in vllm/",
+                ),
             ),
             law(
                 Route.COLLECTIVE_RPC,
@@ -259,6 +293,12 @@ def _routes() -> list[tuple[Question, tuple[Law, ...]]]:
                 RouteGate.DEVELOPMENT_MODE,
                 (
                     "v0.10.2: entrypoints/openai/api_server.py L1100-1126",
+                    "v0.11.0: entrypoints/openai/api_server.py L1028",
+                    *_each("0.14.0 0.17.0 0.20.0", "entrypoints/serve/rpc/api_router.py L24"),
+                    *_each(
+                        "0.23.0 0.26.0 0.27.0 0.29.0 0.31.0 0.32.0",
+                        "entrypoints/serve/dev/rpc/api_router.py L23",
+                    ),
                     "v0.33.0: entrypoints/serve/dev/rpc/api_router.py",
                 ),
             ),
@@ -311,8 +351,12 @@ def _parallel() -> list[tuple[Question, tuple[Law, ...]]]:
             law(
                 Route.SERVER_INFO,
                 "0.8.5",
-                "0.8.5",
-                ("v0.8.5: config.py L4052-4085 (VllmConfig.__str__: TP and PP only)",),
+                "0.10.1.1",
+                (
+                    "v0.8.5: config.py L4052-4085 (VllmConfig.__str__: TP and PP only)",
+                    "v0.9.2: config.py L4787-4788 (TP and PP only)",
+                    "v0.10.1.1: config/__init__.py L3840 (TP and PP only)",
+                ),
                 f"{resolved}; no data_parallel_size in the text form",
                 dp=False,
             ),
@@ -322,6 +366,11 @@ def _parallel() -> list[tuple[Question, tuple[Law, ...]]]:
                 _NEWEST,
                 (
                     "v0.10.2: config VllmConfig.__str__ (data_parallel_size=)",
+                    "v0.11.0: config/__init__.py L678 (data_parallel_size=)",
+                    *_each(
+                        "0.14.0 0.17.0 0.20.0 0.23.0 0.26.0 0.27.0 0.29.0 0.31.0 0.32.0",
+                        "config/vllm.py VllmConfig.__str__ (data_parallel_size=)",
+                    ),
                     "v0.33.0: config/vllm.py L2809-2844",
                     "first-hand v0.32.0: tensor_parallel_size=, data_parallel_size= in text",
                 ),
@@ -347,9 +396,11 @@ def _parallel() -> list[tuple[Question, tuple[Law, ...]]]:
         Route.GET_WORLD_SIZE: (
             law(
                 Route.GET_WORLD_SIZE,
-                "0.20.0",
+                "0.17.0",
                 _NEWEST,
                 (
+                    "v0.17.0: entrypoints/serve/rlhf/api_router.py L150-165 (world_size_across_dp)",
+                    "v0.23.0: entrypoints/serve/dev/rlhf/api_router.py L168-181",
                     "v0.33.0: entrypoints/rl/online/api_router.py L269-289",
                     "v0.33.0: config/parallel.py L627-629, L964-972",
                 ),
@@ -429,6 +480,8 @@ def _capacity() -> list[tuple[Question, tuple[Law, ...]]]:
                 CapacityAuthority.NOT_GROUP_AWARE,
                 (
                     "v0.13.0: v1/core/kv_cache_utils.py L1291, L1296 (_report_kv_cache_config)",
+                    "v0.14.0: v1/core/kv_cache_utils.py L1288-1292, L1564",
+                    "v0.17.0: v1/core/kv_cache_utils.py L1297-1301, L1608",
                     "v0.20.0: v1/core/kv_cache_utils.py L1711, L1716",
                 ),
                 "logged once per engine after the minimum over ranks, but computed as "
@@ -436,11 +489,18 @@ def _capacity() -> list[tuple[Question, tuple[Law, ...]]]:
             ),
             law(
                 log,
-                "0.27.0",
+                "0.23.0",
                 _NEWEST,
                 CapacityAuthority.AUTHORITATIVE,
                 (
+                    (
+                        "v0.23.0: v1/core/kv_cache_utils.py L1720-1750 (max_concurrency × "
+                        "max_model_len), L2075-2088 (after the minimum over ranks)"
+                    ),
+                    "v0.26.0: v1/core/kv_cache_utils.py L2155-2183",
                     "v0.27.0: v1/core/kv_cache_utils.py L1877-1887, L2235-2236",
+                    "v0.29.0: v1/core/kv_cache_utils.py L2029-2034",
+                    "v0.31.0: v1/core/kv_cache_utils.py L2460-2466",
                     "v0.33.0: v1/core/kv_cache_utils.py L1062-1155 (update_kv_cache_capacity)",
                     "first-hand v0.32.0: one CPU KV cache size line from EngineCore",
                 ),
@@ -458,6 +518,9 @@ def _capacity() -> list[tuple[Question, tuple[Law, ...]]]:
                     "v0.6.6.post1: executor/gpu_executor.py L76, L80",
                     "v0.6.6.post1: executor/distributed_gpu_executor.py L57, L61",
                     "v0.8.5: executor/executor_base.py L112-118",
+                    "first-hand v0.8.5: V0 on CPU prints '# cpu blocks: N, # CPU blocks: M'",
+                    "v0.9.2: executor/executor_base.py L113",
+                    "v0.10.1.1: executor/executor_base.py L114",
                 ),
                 "V0 logs blocks, not tokens: tokens are num_gpu_blocks × block_size with "
                 "the block size of the same launch (V0 was removed in 0.11)",
@@ -467,17 +530,22 @@ def _capacity() -> list[tuple[Question, tuple[Law, ...]]]:
             law(
                 label,
                 _OLDEST,
-                "0.20.0",
+                "0.23.0",
                 CapacityAuthority.ABSENT,
-                ("v0.20.0: config/cache.py CacheConfig (no kv_cache_size_tokens)",),
-                "vllm:cache_config_info has no kv_cache_size_tokens label before 0.27",
+                (
+                    "v0.20.0: config/cache.py CacheConfig (no kv_cache_size_tokens)",
+                    "v0.23.0: no kv_cache_size_tokens anywhere in vllm/",
+                ),
+                "vllm:cache_config_info has no kv_cache_size_tokens label (read up to 0.23.0)",
             ),
             law(
                 label,
-                "0.27.0",
+                "0.26.0",
                 _NEWEST,
                 CapacityAuthority.AUTHORITATIVE,
                 (
+                    "v0.26.0: config/cache.py L156; v1/engine/core.py L315-319",
+                    "first-hand v0.26.0: kv_cache_size_tokens on vllm:cache_config_info",
                     "v0.27.0: v1/core/kv_cache_utils.py L1877-1887 (get_kv_cache_capacity)",
                     "v0.33.0: v1/engine/core_client.py L851-890 (first non-None, not summed)",
                     "v0.33.0: config/cache.py L440-443 (metrics_info)",
@@ -524,6 +592,10 @@ def _capacity() -> list[tuple[Question, tuple[Law, ...]]]:
             span=span("0.8.5", "0.27.0"),
             sources=(
                 "v0.8.5: v1/core/kv_cache_utils.py L634, L637",
+                *_each(
+                    "0.9.2 0.10.1.1 0.11.0 0.14.0 0.17.0 0.20.0 0.23.0 0.26.0",
+                    "v1/core/kv_cache_utils.py 'GPU KV cache size: %s tokens' alone",
+                ),
                 "v0.27.0: v1/core/kv_cache_utils.py L2235, L2236",
             ),
             format=CapacityLogFormat.TWO_LINE,
@@ -532,15 +604,19 @@ def _capacity() -> list[tuple[Question, tuple[Law, ...]]]:
         ),
         _format_law(
             question=_FORMAT_QUESTION,
-            span=span("0.32.0", _NEWEST),
+            span=span("0.29.0", _NEWEST),
             sources=(
+                "v0.29.0: v1/core/kv_cache_utils.py L2032-2034 ('GPU KV cache size: …, ')",
+                "first-hand v0.29.0: one capacity line per engine",
+                "v0.31.0: v1/core/kv_cache_utils.py L2465 ('%s KV cache size: …')",
                 "first-hand v0.32.0: kv_cache_utils.py:2327 one line",
                 "v0.32.0: v1/core/kv_cache_utils.py L2317-2334 (update_kv_cache_capacity)",
                 "v0.33.0: v1/core/kv_cache_utils.py L1147",
             ),
             format=CapacityLogFormat.ONE_LINE,
             statement="'<DEVICE> KV cache size: N tokens, Maximum concurrency for L tokens "
-            "per request: X.XXx' on one line (DEVICE: GPU, CPU, XPU, 'GPU + host')",
+            "per request: X.XXx' on one line (DEVICE: GPU only in 0.29; GPU, CPU, XPU, "
+            "'GPU + host' from 0.31)",
         ),
     )
     out: list[tuple[Question, tuple[Law, ...]]] = [
@@ -614,6 +690,10 @@ def _health() -> list[tuple[Question, tuple[Law, ...]]]:
                     "v0.9.2: v1/executor/multiproc_executor.py L119-146 (worker monitor)",
                     "v0.10.1.1: v1/engine/async_llm.py L559-562 (raises if errored)",
                     "v0.10.1.1: v1/executor/multiproc_executor.py L130-147 (worker monitor)",
+                    *_each(
+                        "0.11.0 0.14.0 0.17.0 0.20.0 0.23.0 0.26.0 0.27.0 0.29.0 0.31.0 0.32.0",
+                        "v1/engine/async_llm.py check_health raises if errored",
+                    ),
                     flag,
                     (
                         "v0.33.0: v1/executor/multiproc_executor.py start_worker_monitor "
@@ -651,9 +731,14 @@ def _health() -> list[tuple[Question, tuple[Law, ...]]]:
                         "v0.10.2: executor/ray_distributed_executor.py L696 "
                         "('Assume that the Ray workers are healthy')"
                     ),
+                    *_each("0.14.0 0.17.0", "v1/executor/ray_executor.py, no ray_executor_v2.py"),
                     (
                         "v0.20.0: v1/executor/ray_executor.py (no worker monitor); "
                         "VLLM_USE_RAY_V2_EXECUTOR_BACKEND defaults to 0"
+                    ),
+                    (
+                        "v0.23.0: envs.py L880-881 (VLLM_USE_RAY_V2_EXECUTOR_BACKEND defaults "
+                        "to 1 from here; the legacy executor stays selectable: no law there)"
                     ),
                 ),
                 "the legacy Ray executor has no worker monitor: a dead Ray worker is not "
@@ -683,6 +768,10 @@ def _health() -> list[tuple[Question, tuple[Law, ...]]]:
                 (
                     "v0.9.2: v1/engine/async_llm.py L553-556, executor/uniproc_executor.py L26-27",
                     "v0.10.1.1: v1/engine/async_llm.py L559-562, v1/executor/abstract.py L12-14",
+                    *_each(
+                        "0.11.0 0.14.0 0.17.0 0.20.0 0.23.0 0.26.0 0.27.0 0.29.0 0.31.0 0.32.0",
+                        "v1/engine/async_llm.py check_health",
+                    ),
                     flag,
                     "v0.33.0: v1/engine/core_client.py L822-848 (MPClientEngineMonitor)",
                     "v0.33.0: v1/executor/uniproc_executor.py check_health returns at once",
@@ -700,6 +789,7 @@ def _health() -> list[tuple[Question, tuple[Law, ...]]]:
             sources=(
                 "v0.6.6.post1: entrypoints/launcher.py RuntimeError handler",
                 "v0.9.2: entrypoints/launcher.py L136-147",
+                "v0.10.1.1: entrypoints/launcher.py (RuntimeError handler; no 503 on /health)",
                 "v0.10.2: entrypoints/launcher.py L157-169",
             ),
             failure_status=500,
@@ -711,6 +801,11 @@ def _health() -> list[tuple[Question, tuple[Law, ...]]]:
             span=span("0.11.0", _NEWEST),
             sources=(
                 "v0.11.0: entrypoints/openai/api_server.py L345-352",
+                *_each("0.14.0 0.17.0", "entrypoints/serve/instrumentator/health.py L29"),
+                *_each(
+                    "0.20.0 0.23.0 0.26.0 0.27.0 0.29.0 0.31.0 0.32.0",
+                    "entrypoints/serve/instrumentator/health.py L33",
+                ),
                 "v0.33.0: entrypoints/serve/instrumentator/health.py L22-34",
             ),
             failure_status=503,
@@ -767,10 +862,33 @@ def _marker() -> list[tuple[Question, tuple[Law, ...]]]:
         ),
         _marker_law(
             question=_MARKER_QUESTION,
-            span=span("0.8.5", "0.13.0"),
+            span=span("0.8.5", "0.10.2"),
             sources=(
+                (
+                    "v0.8.5: entrypoints/openai/api_server.py L166-215 (V1 AsyncLLM; else V0 "
+                    "MQLLMEngine, which sets PROMETHEUS_MULTIPROC_DIR)"
+                ),
+                "first-hand v0.8.5: V0 on CPU, no process_start_time_seconds",
                 "v0.9.2: v1/metrics/prometheus.py get_prometheus_registry",
+                *_each("0.9.2 0.10.1.1", "entrypoints/openai/api_server.py (MQLLMEngineClient)"),
+            ),
+            marker=IncarnationMarker.PRESENT_UNLESS_MULTIPROCESS_REGISTRY,
+            statement="V1: present in single-registry mode (api_server_count 1, the default), "
+            "absent with api_server_count > 1 or PROMETHEUS_MULTIPROC_DIR; the V0 engine "
+            "(MQLLMEngine: where V1 is unsupported, always on CPU in 0.8.5) sets "
+            "PROMETHEUS_MULTIPROC_DIR itself, so it is absent unless "
+            f"--disable-frontend-multiprocessing; {what}",
+        ),
+        _marker_law(
+            question=_MARKER_QUESTION,
+            span=span("0.11.0", "0.14.0"),
+            sources=(
+                (
+                    "v0.11.0: entrypoints/openai/api_server.py (no V0 engine, no "
+                    "PROMETHEUS_MULTIPROC_DIR of its own)"
+                ),
                 "v0.13.0: entrypoints/cli/serve.py (api_server_count defaults to 1)",
+                "v0.14.0: entrypoints/openai/cli_args.py L283-287 (--api-server-count default 1)",
             ),
             marker=IncarnationMarker.PRESENT_UNLESS_MULTIPROCESS_REGISTRY,
             statement="present in single-registry mode (api_server_count 1, the default); "
@@ -778,15 +896,22 @@ def _marker() -> list[tuple[Question, tuple[Law, ...]]]:
         ),
         _marker_law(
             question=_MARKER_QUESTION,
-            span=span("0.20.0", _NEWEST),
+            span=span("0.17.0", _NEWEST),
             sources=(
+                "v0.17.0: entrypoints/cli/serve.py L82-95 (api_server_count None -> DP size)",
+                *_each(
+                    "0.23.0 0.26.0 0.27.0 0.29.0 0.31.0 0.32.0",
+                    "entrypoints/cli/serve.py (the same default)",
+                ),
+                "first-hand v0.29.0: python -m …api_server with DP=2 keeps the marker",
                 "v0.33.0: entrypoints/cli/serve.py L107-126, L283",
                 "first-hand v0.32.0: present with TP=1 and TP=2 (DP=1)",
             ),
             marker=IncarnationMarker.ABSENT_BY_DEFAULT_WITH_DP,
-            statement="api_server_count defaults to the DP size under internal load "
-            "balancing, so DP>1 drops the marker by default; present with DP=1 unless "
-            f"PROMETHEUS_MULTIPROC_DIR is set; {what}",
+            statement="under 'vllm serve', api_server_count defaults to the DP size under "
+            "internal load balancing, so DP>1 drops the marker by default ('python -m "
+            "vllm.entrypoints.openai.api_server' runs one API server and keeps it); present "
+            f"with one API server unless PROMETHEUS_MULTIPROC_DIR is set; {what}",
         ),
     )
     return [(_MARKER_QUESTION, laws)]
@@ -970,8 +1095,10 @@ def _executor() -> list[tuple[Question, tuple[ExecutorMarkerLaw, ...]]]:
         "and its WorkerProc; opt-in by VLLM_USE_RAY_V2_EXECUTOR_BACKEND)"
     )
     v2_only = "v0.33.0: v1/executor/abstract.py L64-97 (ray -> RayExecutorV2 only)"
-    no_v2 = (
-        "v0.13.0: v1/executor/ray_executor.py (Ray's V1 executor; no MultiprocExecutor subclass)"
+    no_v2 = _each(
+        "0.13.0 0.14.0 0.17.0",
+        "v1/executor/ray_executor.py (Ray's V1 executor; no ray_executor_v2.py, no "
+        "MultiprocExecutor subclass)",
     )
     shared = "mp, or from 0.20.0 Ray's V2 executor, which shares MultiprocExecutor's code"
     entries: dict[ExecutorMarker, tuple[ExecutorMarkerLaw, ...]] = {
@@ -1044,12 +1171,12 @@ def _executor() -> list[tuple[Question, tuple[ExecutorMarkerLaw, ...]]]:
             law(
                 ExecutorMarker.MULTIPROC_EXECUTOR_FILE,
                 _OLDEST,
-                "0.13.0",
+                "0.17.0",
                 frozenset({mp}),
                 ("multiproc_executor.py",),
                 (
                     "v0.9.2: v1/executor/multiproc_executor.py L119-146 (MultiprocExecutor)",
-                    no_v2,
+                    *no_v2,
                 ),
                 "a record from multiproc_executor.py is MultiprocExecutor's: mp only",
             ),
@@ -1067,12 +1194,12 @@ def _executor() -> list[tuple[Question, tuple[ExecutorMarkerLaw, ...]]]:
             law(
                 ExecutorMarker.VLLM_WORKER_TAG,
                 _OLDEST,
-                "0.13.0",
+                "0.17.0",
                 frozenset({mp}),
                 (),
                 (
                     "v0.9.2: v1/executor/multiproc_executor.py (WorkerProc: the VllmWorker tag)",
-                    no_v2,
+                    *no_v2,
                 ),
                 "a (VllmWorker …) process tag is a MultiprocExecutor worker: mp only",
             ),

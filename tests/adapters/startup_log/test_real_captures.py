@@ -127,7 +127,7 @@ def test_ray_four_nodes_ansi_nested_tags_and_repeated() -> None:
         ("45.32", 296, 3),
     ]
     assert len(launch.routes) == 31
-    assert launch.development_mode is False
+    assert launch.development_mode is None  # no /server_info line: not observed, not "off"
 
 
 def test_wrapped_147_ray_rejoins_split_lines() -> None:

@@ -30,7 +30,8 @@ version                    logo line ``… version 0.32.0``; ``vLLM API server v
                            ``vLLM server version X, serving model M``; the engine-init
                            line's ``(vX)``
 non-default args           ``non-default args: {...}`` (served names, parallel sizes as given)
-engine init                ``Initializing a V1 LLM engine (vX) with config: k=v, …`` and V0
+engine init                ``Initializing a V1 LLM engine (vX) with config: k=v, …``, V0
+                           ``Initializing a V0 LLM engine (vX) …`` (0.8.5) and
                            ``Initializing an LLM engine (vX) with config: …``
 ranks                      ``world_size=2 rank=1 local_rank=1 distributed_init_method=… backend=…``;
                            ``rank 1 in world size 2 is assigned as DP rank 0, …, TP rank 1, …``
@@ -43,7 +44,8 @@ capacity                   ``# GPU blocks: N, # CPU blocks: M`` (any device word
 available memory           ``Available KV cache memory: X GiB`` (negative kept)
 executor markers           the file of the record prefix (the law table's
                            :data:`~vllm_evidence.upstream.EXECUTOR_FILES`),
-                           ``DP group leader:`` (MultiprocExecutor), worker process tags
+                           ``DP group leader:`` (MultiprocExecutor), worker process tags,
+                           ``X is not supported on CPU, fallback to mp …`` (CPU platform)
 ========================  ==================================================================
 """
 
@@ -189,6 +191,11 @@ _CONC_RE = re.compile(
 _BLOCKS_RE = re.compile(
     r"# (?P<dev>[A-Za-z]+) blocks: (?P<n>[0-9]+)(?:, # CPU blocks: (?P<cpu>[0-9]+))?(?![0-9,])"
 )
+#: The same line pasted without its leading ``# `` (markdown took it for a heading): only
+#: with the ``, # CPU blocks:`` half that every release printed, so it is not a guess.
+_BARE_BLOCKS_RE = re.compile(
+    r"(?P<dev>[A-Za-z]+) blocks: (?P<n>[0-9]+), # CPU blocks: (?P<cpu>[0-9]+)(?![0-9,])"
+)
 _MEMORY_RE = re.compile(r"Available KV cache memory: (?P<g>-?[0-9]+(?:\.[0-9]+)?) GiB")
 _BANNER_RE = re.compile(r"[\s█▄▀]*[█▄▀][\s█▄▀]*version (?P<v>[0-9]\S*)\s*$")
 _API_VERSION_RE = re.compile(r"vLLM API server version (?P<v>[0-9]\S*)\s*$")
@@ -200,8 +207,16 @@ _NAMESPACE_RE = re.compile(r"args: Namespace\((?P<d>.*)\)\s*$")
 #: Argument names whose values are secrets: never kept, never printed.
 _SECRET_ARG_RE = re.compile(r"key|token|secret|password|credential", re.IGNORECASE)
 REDACTED = "'***'"
+#: ``Initializing a V1 LLM engine (vX)``, V0's ``Initializing a V0 LLM engine (vX)``
+#: (v0.8.5, where V0 and V1 coexist) and the older ``Initializing an LLM engine (vX)``.
 _ENGINE_RE = re.compile(
-    r"Initializing a(?P<v1> V1)?n? LLM engine \(v(?P<v>[^)\s]+)\) with config: (?P<cfg>.*)$"
+    r"Initializing a(?: V(?P<gen>[01]))?n? LLM engine (?:\(v(?P<v>[^)\s]+)\) )?with config: "
+    r"(?P<cfg>.*)$"
+)
+#: vLLM's CPU platform (v0.8.5, v0.9.2 ``platforms/cpu.py``) rewrites any other backend
+#: to mp and says so: the backend the launch resolved to.
+_CPU_FALLBACK_RE = re.compile(
+    r"(?P<b>\S+) is not supported on CPU, fallback to mp distributed executor backend"
 )
 _WORLD_RE = re.compile(
     r"world_size=(?P<ws>[0-9]+) rank=(?P<r>[0-9]+) local_rank=(?P<lr>[0-9]+) "
@@ -238,7 +253,8 @@ def parse_logical_line(text: str, line: int) -> list[Observation]:
         return []
     h = split_header(text)
     out: list[Observation] = []
-    proc = _process(h.tag, h.outer)
+    # A transformed head's tag is not the printing process's word for itself.
+    proc = None if h.transformed else _process(h.tag, h.outer)
     if h.file in EXECUTOR_FILES:
         out.append(
             _mint_executor(marker=EXECUTOR_FILES[h.file], named=None, line=line, process=proc)
@@ -275,8 +291,8 @@ def parse_logical_line(text: str, line: int) -> list[Observation]:
                         max_model_len=length, max_concurrency=conc, line=line, process=proc
                     )
                 )
-    elif msg.startswith("# "):
-        if m := _BLOCKS_RE.match(msg):
+    elif msg.startswith("# ") or " blocks: " in msg[:24]:
+        if m := _BLOCKS_RE.match(msg) or _BARE_BLOCKS_RE.match(msg):
             cpu = BlockCount(int(m["cpu"])) if m["cpu"] is not None else None
             out.append(
                 _mint_blocks(
@@ -293,7 +309,8 @@ def parse_logical_line(text: str, line: int) -> list[Observation]:
             if not isinstance(gib, MeasureParseFailure):
                 out.append(_mint_memory(gib=gib, repeated=h.repeated, line=line, process=proc))
     elif "world size" in msg or msg.startswith("world_size="):
-        out.extend(_rank(msg, h, line, proc))
+        if not h.transformed:  # a rank is evidence only under vLLM's own head and tag
+            out.extend(_rank(msg, h, line, proc))
     elif msg.startswith("Initializing"):
         out.extend(_engine(msg, line, proc))
     elif msg.startswith(("non-default args", "args: Namespace(")):
@@ -317,6 +334,15 @@ def parse_logical_line(text: str, line: int) -> list[Observation]:
                 break
     elif msg.startswith(_DEV_MODE):
         out.append(DevModeWarning(line=line))
+    elif _CPU_FALLBACK_RE.match(msg):
+        out.append(
+            _mint_executor(
+                marker=ExecutorMarker.CPU_FALLBACK_LINE,
+                named=ExecutorBackend.MP,
+                line=line,
+                process=proc,
+            )
+        )
     elif msg.startswith("DP group leader:") and h.file == "multiproc_executor.py":
         out.append(
             _mint_executor(
@@ -371,16 +397,20 @@ def _engine(msg: str, line: int, proc: ProcessTag | None) -> list[Observation]:
     max_seq = get("max_seq_len")
     served = get("served_model_name")
     backend_text = get("distributed_executor_backend")
-    out: list[Observation] = [
-        _mint_version(
-            text=m["v"],
-            version=_version(m["v"]),
-            source=VersionSource.ENGINE_INIT,
-            line=line,
-            process=proc,
-        ),
+    out: list[Observation] = []
+    if m["v"] is not None:  # the oldest releases print no version on this line
+        out.append(
+            _mint_version(
+                text=m["v"],
+                version=_version(m["v"]),
+                source=VersionSource.ENGINE_INIT,
+                line=line,
+                process=proc,
+            )
+        )
+    out.append(
         _mint_engine(
-            engine="v1" if m["v1"] else "v0",
+            engine="v1" if m["gen"] == "1" else "v0",
             version_text=m["v"],
             entries=entries,
             tensor_parallel_size=parse_int_text(get("tensor_parallel_size")),
@@ -397,8 +427,8 @@ def _engine(msg: str, line: int, proc: ProcessTag | None) -> list[Observation]:
             block_size=_block_size(get("block_size")),
             line=line,
             process=proc,
-        ),
-    ]
+        )
+    )
     named = _backend_named(backend_text)
     if named is not None:
         out.append(

@@ -5,6 +5,9 @@ ANSI colour codes, carriage returns and docker json-file records are removed fir
 an ISO-8601 timestamp with an optional CRI stream column, a compose service column),
 the process tags, vLLM's record prefix (or a Python-logging prefix), and Ray's
 ``[repeated Nx across cluster]`` suffix.  What is left is the message the grammar reads.
+Heads people paste are recognised first and marked ``transformed`` (markdown backticks,
+``...``-elided fields, a host application's Python logging format, also under journald):
+their message is read, their process tag is not trusted.
 The value helpers at the end split ``key=value, …`` and ``{'k': v, …}`` texts tolerantly
 and read the plain values vLLM prints (names, integers, booleans).
 """
@@ -67,6 +70,22 @@ RECORD_HEAD_RE = re.compile(
     + r" \d\d-\d\d \d\d:\d\d:\d\d"
 )
 _PREFIX_SEARCH = 80
+
+#: Heads that are not vLLM's bytes: what people paste into issues and chat, and what a
+#: host application's logging prints.  A message under one of them is read, but its head
+#: is *transformed*: its process tag (if any) is not trusted where the tag matters.
+#: A host application's Python logging format, ``%(asctime)s %(name)s %(process)d
+#: %(levelname)s``: ``2024-10-01 18:03:16,895 vllm.executor.gpu_executor 3169096 INFO``.
+_HOST_LOGGING_RE = re.compile(
+    r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3} (?P<logger>vllm[\w.]*) \d+ " + _LEVELS + r"\s+"
+)
+#: vLLM's own head with fields elided by ``...``:
+#: ``(EngineCore pid=...) INFO ... [kv_cache_utils.py:1733] ``.
+_ELIDED_RE = re.compile(
+    r"(?:\([^()]*\)\s?)*(?:" + _LEVELS + r"|\.\.\.) (?:\.\.\.|\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) "
+    r"\[(?P<file>[^\s\]:]+):(?:\d+|\.\.\.)\] ?"
+)
+_JOURNALD_RE = re.compile(r"[A-Z][a-z]{2} [ 0-9]\d \d\d:\d\d:\d\d \S+ [^\s:\[]+(?:\[\d+\])?: ?")
 
 #: A physical line that begins a new record: a tag, a vLLM/uvicorn/Python-logging
 #: prefix, or a wrapper.  Such a line is never joined onto the line before it.
@@ -151,10 +170,48 @@ class Header:
     file: str | None
     repeated: int | None
     message: str
+    transformed: bool = False
+    """The head is not vLLM's bytes (backticks, ``...`` elisions, a host application's
+    logging format): its process tag is not evidence of which process printed it."""
+
+
+def _transformed(text: str) -> Header | None:
+    """A line whose head people or a host application transformed, else ``None``."""
+    body = text.strip()
+    ticked = len(body) >= 2 and body[0] == "`" and body[-1] == "`"
+    if ticked:
+        inner = split_header(body.strip("`").strip())
+        return attrs.evolve(inner, transformed=True)
+    journald = _JOURNALD_RE.match(text)
+    start = journald.end() if journald else 0
+    host = _HOST_LOGGING_RE.match(text, start)
+    if host is not None:
+        logger = host["logger"].rpartition(".")[2]
+        return Header(
+            tag=None,
+            outer=None,
+            file=f"{logger}.py",
+            repeated=None,
+            message=text[host.end() :].rstrip(),
+            transformed=True,
+        )
+    elided = _ELIDED_RE.match(text)
+    if elided is not None and "..." in text[: elided.end()]:
+        return Header(
+            tag=None,
+            outer=None,
+            file=elided["file"].rpartition("/")[2],
+            repeated=None,
+            message=text[elided.end() :].rstrip(),
+            transformed=True,
+        )
+    return None
 
 
 def split_header(text: str) -> Header:
     """Split a cleaned logical line into wrapper, tags, record prefix, message, dedup suffix."""
+    if (pasted := _transformed(text)) is not None:
+        return pasted
     pos = 0
     m = _WRAPPER_RE.match(text)
     if m:

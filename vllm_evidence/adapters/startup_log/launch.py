@@ -19,7 +19,10 @@ These are *start markers*.  A new launch begins at a start marker when
   capacity, configuration, routes, …): the file began inside an earlier launch.
 
 The engine-init line is not a marker (one per data-parallel engine).  Lines before the
-first marker belong to launch 0; lines between launches belong to the earlier one.
+first marker belong to launch 0; lines between launches belong to the earlier one, except
+the development-mode warning, which the API-server module prints when it is imported,
+before the banner: with nothing else after it, it belongs to the launch the next marker
+opens (v0.9.2, v0.11.0 ``entrypoints/openai/api_server.py``), never to a phantom launch.
 Observations never cross a launch boundary: the two-line capacity pair (a size line and
 a concurrency line from the same process) is joined only inside one launch.
 """
@@ -142,15 +145,16 @@ class Launch(Sealed):
     def executor_backend(self) -> ExecutorBackend | None:
         """The backend, when the markers seen decide it; ``None`` when they do not.
 
-        The engine-init ``distributed_executor_backend=`` field, when printed, is the
-        resolved value and alone decides.  Otherwise every marker's compatible set is
-        intersected; one backend left decides, none or several does not.
+        The engine-init ``distributed_executor_backend=`` field and the CPU platform's
+        fallback line, when printed, are the resolved value and alone decide.  Otherwise
+        every marker's compatible set is intersected; one backend left decides, none or
+        several does not.
         """
         version = self.version.version if self.version else None
         config = [
             o.compatible(version)
             for o in self.executor_observations
-            if o.marker is ExecutorMarker.CONFIG_FIELD
+            if o.marker in (ExecutorMarker.CONFIG_FIELD, ExecutorMarker.CPU_FALLBACK_LINE)
         ]
         sets = config or [o.compatible(version) for o in self.executor_observations]
         if not sets:
@@ -169,11 +173,12 @@ class Launch(Sealed):
 
     @property
     def development_mode(self) -> bool | None:
-        """True: ``/server_info`` registered or the dev-mode warning printed; False: a route
-        table was printed without either; None: no route table and no warning."""
+        """True: ``/server_info`` registered or the dev-mode warning printed; ``None``
+        otherwise: a line's absence is not observed, never "off" (v0.8.5 prints no
+        warning, and a pasted or cut log may lack any route line)."""
         if self.dev_mode_warning_lines or any(r.path == "/server_info" for r in self.routes):
             return True
-        return False if self.routes else None
+        return None
 
     def _repr_summary(self) -> str:
         counts = [
@@ -259,9 +264,11 @@ class _Assembler:
         self.blocks: list[BlocksObservation] = []
         self.memory: list[AvailableMemoryObservation] = []
         self.dev: list[int] = []
+        self.pre_banner: list[int] = []
         self.pending: dict[str | None, SizeLine | BlocksObservation] = {}
 
     def _close(self, last_line: int) -> None:
+        self._settle()
         for key in list(self.pending):
             self._flush(key)
         self.launches.append(
@@ -283,6 +290,11 @@ class _Assembler:
             )
         )
 
+    def _settle(self) -> None:
+        """Keep the pending dev-mode warning lines in the current launch."""
+        self.dev.extend(self.pre_banner)
+        self.pre_banner = []
+
     def _marker(self, kind: VersionSource | str, process: ProcessTag | None, line: int) -> None:
         api_pid = (
             process.pid
@@ -294,8 +306,11 @@ class _Assembler:
             or (api_pid is not None and self.api_pids and api_pid not in self.api_pids)
             or (not self.markers and self.evidence)
         ):
-            self._close(line - 1)
-            self._new(first_line=line)
+            carried = self.pre_banner
+            self.pre_banner = []
+            self._close((carried[0] if carried else line) - 1)
+            self._new(first_line=carried[0] if carried else line)
+            self.pre_banner = carried
         self.markers.add(kind)
         if api_pid is not None and api_pid not in self.api_pids:
             self.api_pids.append(api_pid)
@@ -358,6 +373,13 @@ class _Assembler:
         if isinstance(obs, ExecutorObservation):
             self.executor.append(obs)
             return
+        if isinstance(obs, DevModeWarning):
+            # Printed when the API-server module is imported, before the banner: it
+            # belongs to the launch the next start marker opens, unless other evidence
+            # follows it first (later releases print it while building the app).
+            self.pre_banner.append(obs.line)
+            return
+        self._settle()
         self.evidence = True
         process: ProcessTag | None = getattr(obs, "process", None)
         key = process.text if process is not None else None
@@ -372,8 +394,6 @@ class _Assembler:
                 self.capacity.append(obs)
             case AvailableMemoryObservation():
                 self.memory.append(obs)
-            case DevModeWarning():
-                self.dev.append(obs.line)
             case BlocksObservation():
                 self.blocks.append(obs)
                 if key in self.pending:

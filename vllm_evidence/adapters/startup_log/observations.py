@@ -148,7 +148,8 @@ class EngineConfigObservation(Sealed):
 
     engine: str
     """``"v1"`` (``Initializing a V1 LLM engine``) or ``"v0"``."""
-    version_text: str
+    version_text: str | None
+    """The ``(vX)`` of the line; ``None`` for the oldest form, which prints none."""
     entries: tuple[tuple[str, str], ...]
     """Every top-level ``key=value`` pair, value as printed."""
     tensor_parallel_size: int | None
@@ -326,13 +327,16 @@ class ExecutorObservation(Sealed):
         unknown version, or one outside every span read for the marker), with every
         backend some law allows: nothing is borrowed from a neighbouring release.
         """
-        if self.marker in (ExecutorMarker.CONFIG_FIELD, ExecutorMarker.ARG):
+        if self.marker in _NAMING:
             return frozenset({self.named}) if self.named else frozenset()
         law = None if version is None else executor_marker_law(self.marker, version)
         if isinstance(law, ExecutorMarkerLaw):
             return law.backends
         return frozenset().union(*(law.backends for law in executor_marker_laws(self.marker)))
 
+
+#: The markers that name their backend themselves.
+_NAMING = (ExecutorMarker.CONFIG_FIELD, ExecutorMarker.ARG, ExecutorMarker.CPU_FALLBACK_LINE)
 
 _mint_executor = minter(ExecutorObservation, ExecutorObservation.__attrs_init__)
 

@@ -109,8 +109,8 @@ class GeneratedLaunch:
     ``population_unobserved``).  A rank in :attr:`missing_ranks` is absent here; every
     other rank of the world is present."""
     development_mode: bool | None
-    """Whether the printed route table has the development routes; ``None`` when the
-    launch printed no route table."""
+    """``True`` when the printed route table has the development routes; ``None`` when
+    it has not or no route table was printed (a line's absence is never "off")."""
     missing_ranks: tuple[int, ...] = ()
     """The ranks whose worker never printed its start-up lines (the ``missing_ranks``
     knob), sorted."""
@@ -423,7 +423,7 @@ def _launch(
         capacity=tuple(capacity),
         available_memory=tuple(memory),
         ranks=tuple(ranks),
-        development_mode=development if routes_printed else None,
+        development_mode=True if routes_printed and development else None,
         missing_ranks=tuple(sorted(knobs.missing)),
         executor_backend=knobs.backend,
     )

@@ -1,0 +1,103 @@
+"""Logs people paste: vLLM's messages under heads that are not vLLM's bytes.
+
+Each form is read (the message is vLLM's), and each is marked transformed: its process
+tag is never taken as the printing process's, so no rank comes from it.  The other
+direction of every rule: vLLM's own head keeps its tag and its ranks.
+"""
+
+from __future__ import annotations
+
+import io
+
+from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
+from vllm_evidence.adapters.startup_log._lexer import split_header
+
+
+def _launch(text: str):  # type: ignore[no-untyped-def]  # a Launch; the type is sealed-private
+    log = read_startup_log(io.BytesIO(text.encode()), wrap_width="off")
+    assert isinstance(log, StartupLog), log
+    return log.launches[-1]
+
+
+RANK = "world_size=2 rank=1 local_rank=1 distributed_init_method=tcp://127.0.0.1:1 backend=gloo"
+VLLM_HEAD = "(VllmWorker rank=1 pid=31) INFO 10-01 18:03:16 [parallel_state.py:1] "
+
+
+def test_markdown_backticks_are_read_as_transformed() -> None:
+    size = "`INFO 10-01 18:03:16 [kv_cache_utils.py:849] GPU KV cache size: 1,024 tokens`\n"
+    launch = _launch(size)
+    assert [c.tokens.value for c in launch.capacity if c.tokens] == [1024]
+    header = split_header(size.strip())
+    assert header.transformed is True
+    assert header.message == "GPU KV cache size: 1,024 tokens"
+
+
+def test_a_rank_under_backticks_is_not_a_rank_but_under_vllms_head_it_is() -> None:
+    assert _launch(f"`{VLLM_HEAD}{RANK}`\n").ranks == ()
+    (rank,) = _launch(f"{VLLM_HEAD}{RANK}\n").ranks
+    assert (rank.rank, rank.world_size, rank.pid) == (1, 2, 31)
+
+
+def test_elided_fields_are_read_without_their_tag() -> None:
+    line = (
+        "(EngineCore pid=...) INFO ... [kv_cache_utils.py:1733] GPU KV cache size: 2,048 "
+        "tokens, Maximum concurrency for 1,024 tokens per request: 2.00x\n"
+    )
+    (capacity,) = _launch(line).capacity
+    assert capacity.tokens is not None
+    assert capacity.tokens.value == 2048
+    assert capacity.process is None
+    assert split_header(line.strip()).file == "kv_cache_utils.py"
+
+
+def test_an_unelided_head_is_vllms_own() -> None:
+    line = "(EngineCore pid=7) INFO 10-01 18:03:16 [kv_cache_utils.py:1733] "
+    line += "GPU KV cache size: 9 tokens"
+    header = split_header(line)
+    assert header.transformed is False
+    assert header.tag is not None
+    assert header.tag.pid == 7
+
+
+HOST = "2024-10-01 18:03:16,895 vllm.executor.gpu_executor 3169096 INFO     "
+
+
+def test_a_host_applications_logging_format_is_read() -> None:
+    blocks = HOST + "# GPU blocks: 2222, # CPU blocks: 512\n"
+    launch = _launch(blocks)
+    (b,) = launch.blocks
+    assert (b.device, b.device_blocks.value, b.process) == ("GPU", 2222, None)
+    header = split_header(blocks.strip())
+    assert (header.transformed, header.file) == (True, "gpu_executor.py")
+
+
+def test_the_host_format_under_journald_is_read() -> None:
+    line = "Oct 01 18:03:16 host app[12]: " + HOST + "# GPU blocks: 7, # CPU blocks: 1"
+    header = split_header(line)
+    assert header.transformed is True
+    assert header.message == "# GPU blocks: 7, # CPU blocks: 1"
+
+
+def test_a_bare_message_and_one_that_lost_its_hash() -> None:
+    bare = _launch("# GPU blocks: 10, # CPU blocks: 2\n")
+    assert [b.device_blocks.value for b in bare.blocks] == [10]
+    lost = _launch("GPU blocks: 11, # CPU blocks: 2\n")
+    assert [b.device_blocks.value for b in lost.blocks] == [11]
+    # Without the CPU half nothing says it is vLLM's blocks line.
+    assert _launch("GPU blocks: 12\n").blocks == ()
+
+
+def test_the_oldest_engine_init_line_without_a_version() -> None:
+    line = (
+        "INFO 10-01 18:03:16 llm_engine.py:79] Initializing an LLM engine with config: "
+        "model='m', tensor_parallel_size=2, block_size=16\n"
+    )
+    launch = _launch(line)
+    config = launch.engine_config
+    assert config is not None
+    assert (config.version_text, config.tensor_parallel_size) == (None, 2)
+    assert launch.versions == ()
+    with_version = _launch(line.replace("LLM engine with", "LLM engine (v0.4.0) with"))
+    assert with_version.engine_config is not None
+    assert with_version.engine_config.version_text == "0.4.0"
+    assert [v.text for v in with_version.versions] == ["0.4.0"]

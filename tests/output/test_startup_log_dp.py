@@ -1,0 +1,38 @@
+"""The ``log`` text report of a launch whose engines ran alone (independent DP engines)."""
+
+from __future__ import annotations
+
+from tests._evidence import args, banner, engine_init, log, rank_line
+from vllm_evidence.output.startup_log import render_startup_log
+
+_DP = "(EngineCore_DP{i} pid=20{i}) INFO 11-30 06:01:00 [core.py:100] "
+
+
+def _engine(i: int) -> str:
+    line = engine_init("0.29.0", tp=1, dp=1)
+    return line.replace("(EngineCore pid=200) INFO 11-30 04:11:05 [core.py:133] ", _DP.format(i=i))
+
+
+def test_the_report_gives_the_launchs_dp_and_global_ranks() -> None:
+    text = banner("0.29.0") + args("{'model': '/models/m', 'data_parallel_size': 2}")
+    text += _engine(0) + _engine(1)
+    text += rank_line(0, 1, tag="EngineCore_DP0 pid=200") + rank_line(
+        0, 1, tag="EngineCore_DP1 pid=201"
+    )
+    report = render_startup_log(log(text))
+    assert "  parallel:           TP=1 PP=1 DP=1 (line 3)\n" in report  # as printed
+    assert "  resolved sizes:     TP=1 PP=1 DP=2 (the engine-init line prints" in report
+    assert "  global ranks:       0, 1\n" in report
+
+
+def test_a_single_engine_adds_no_resolved_line() -> None:
+    text = banner("0.29.0") + _engine(0) + rank_line(0, 1, tag="EngineCore_DP0 pid=200")
+    report = render_startup_log(log(text))
+    assert "resolved sizes" not in report
+    assert "global ranks" not in report
+
+
+def test_a_disagreement_is_reported_not_resolved() -> None:
+    text = banner("0.29.0") + args("{'model': '/models/m'}") + _engine(0) + _engine(1)
+    report = render_startup_log(log(text))
+    assert "  resolved sizes:     not established: the non-default args (line 2) give " in report

