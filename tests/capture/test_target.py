@@ -22,8 +22,10 @@ def _as_httpx_writes_it(url: str) -> str:
 @settings(max_examples=400, deadline=None)
 @given(st.from_regex(CLEAN_TARGET, fullmatch=True))
 def test_a_target_of_the_clean_form_is_what_httpx_reads(url: str) -> None:
-    port = CLEAN_TARGET.fullmatch(url).group("port")  # type: ignore[union-attr]
-    if port is not None and (int(port) > 65535 or int(port) in (80, 443)):
+    clean = CLEAN_TARGET.fullmatch(url)
+    assert clean is not None
+    port, default = clean.group("port"), {"http": 80, "https": 443}[clean.group("scheme")]
+    if port is not None and (int(port) > 65535 or int(port) == default):
         # A default or impossible port: not kept as written; httpx decides.
         with pytest.raises((InputError, AssertionError)):
             assert clean_target(url) == url
@@ -49,6 +51,11 @@ def test_a_target_of_the_clean_form_is_what_httpx_reads(url: str) -> None:
 def test_any_other_target_is_cleaned_by_parsing_it(url: str, cleaned: str) -> None:
     assert CLEAN_TARGET.fullmatch(url) is None or url != cleaned
     assert clean_target(url) == cleaned
+
+
+@pytest.mark.parametrize("url", ["https://a:80", "http://a:443"])
+def test_the_other_schemes_default_port_is_kept(url: str) -> None:
+    assert clean_target(url) == url == _as_httpx_writes_it(url)
 
 
 @pytest.mark.parametrize("url", ["http://1.2.3.999", "http://h:70000", "ftp://h", "http://h/?q"])
