@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vllm_evidence._scrub import REDACTED, remember, scrub, scrub_body
+from vllm_evidence._scrub import REDACTED, SHORT_SECRET, remember, scrub, scrub_body
 
 
 @pytest.mark.parametrize(
@@ -133,3 +133,33 @@ def test_the_word_shortcut_changes_no_output(pieces: list[str], form: str) -> No
 )
 def test_texts_the_shortcut_must_not_skip(text: str, shown: str) -> None:
     assert scrub(text) == shown
+
+
+@pytest.mark.parametrize(
+    ("secret", "text", "expected"),
+    [
+        # A one-letter key: the letter inside words, numbers and names is left alone;
+        # where it stands alone it goes, even as a word (the price of a guessable key).
+        ("a", "a batch: ranks [0, 1]; rank a", "*** batch: ranks [0, 1]; rank ***"),
+        ("1", "ranks [0, 1] of 12, v0.1.1", "ranks [0, ***] of 12, v0.1.1"),
+        ("k3y", "Bearer k3y; echoed 'k3y'", "Bearer ***; echoed '***'"),
+        ("k3y", "monk3ys k3y_x x-k3y", "monk3ys k3y_x x-k3y"),
+        # At SHORT_SECRET characters and above, every occurrence goes.
+        ("12345678", "x12345678y 12345678", f"x{REDACTED}y {REDACTED}"),
+    ],
+)
+def test_a_short_key_is_scrubbed_only_where_it_stands_alone(
+    secret: str, text: str, expected: str
+) -> None:
+    assert scrub(text, secrets=[secret]) == expected
+
+
+def test_a_short_key_in_a_body_is_scrubbed_where_it_stands_alone() -> None:
+    assert scrub_body(b"batch, key a!", secrets=["a"]) == b"batch, key ***!"
+    assert scrub_body(b"xa12345678", secrets=["12345678"]) == b"xa***"
+
+
+def test_the_short_key_boundary_is_eight_characters() -> None:
+    assert SHORT_SECRET == 8
+    assert scrub("x1234567y", secrets=["1234567"]) == "x1234567y"
+    assert scrub("x12345678y", secrets=["12345678"]) == f"x{REDACTED}y"

@@ -8,7 +8,11 @@ JSON document, a recorded header or transport detail saved in ``manifest.json`` 
 passed through :func:`scrub`, which
 
 * replaces every secret this process was given (:func:`remember`: the API key of a
-  probe) and its percent-encoded form with ``***``;
+  probe) and its percent-encoded form with ``***`` — wherever it occurs when it has at
+  least :data:`SHORT_SECRET` characters, and only where it stands alone as a token (no
+  letter, digit, ``-``, ``_`` or ``.`` on either side) when shorter, so a key such as
+  ``"a"`` or ``"1"`` does not turn every ``a`` or ``1`` of a report into ``***`` (a key
+  that short is guessable anyway: ``probe`` says so once on stderr);
 * replaces URL userinfo (``scheme://user:password@``) with ``***@``, the credential of an
   ``Authorization``/``Proxy-Authorization`` header or a ``Bearer``/``Basic`` token with
   ``***``, and the value of a ``token=``/``api_key=``/``password=``-style parameter with
@@ -31,9 +35,12 @@ import urllib.parse
 from collections.abc import Iterable
 from typing import Final, Literal
 
-__all__ = ["REDACTED", "forget_all", "remember", "scrub", "scrub_body"]
+__all__ = ["REDACTED", "SHORT_SECRET", "forget_all", "remember", "scrub", "scrub_body"]
 
 REDACTED: Final = "***"
+#: A secret shorter than this is scrubbed only where it stands alone as a token.
+SHORT_SECRET: Final = 8
+_TOKEN_CHARS: Final = "A-Za-z0-9_.\\-"  # noqa: S105  # a character class, not a secret
 
 _lock = threading.Lock()
 _known: frozenset[str] = frozenset()
@@ -61,6 +68,16 @@ def _forms(secrets: Iterable[str]) -> list[str]:
     found |= {urllib.parse.quote(s, safe="") for s in found}
     found |= {urllib.parse.quote_plus(s, safe="") for s in found}
     return sorted(found, key=len, reverse=True)
+
+
+def _short_re(secret: str) -> re.Pattern[str]:
+    """A short secret where it stands alone: no token character on either side."""
+    return re.compile(f"(?<![{_TOKEN_CHARS}]){re.escape(secret)}(?![{_TOKEN_CHARS}])")
+
+
+def _short_re_bytes(secret: bytes) -> re.Pattern[bytes]:
+    chars = _TOKEN_CHARS.encode()
+    return re.compile(b"(?<![" + chars + b"])" + re.escape(secret) + b"(?![" + chars + b"])")
 
 
 _USERINFO_RE: Final = re.compile(r"(?i)\b([a-z][a-z0-9+.\-]*://)[^/?#\s@]*(?:@[^/?#\s@]*)*@")
@@ -106,7 +123,10 @@ def scrub(
     ``"secrets"``: secrets removed only (a value kept as data, such as a recorded header).
     """
     for secret in _forms(secrets):
-        text = text.replace(secret, REDACTED)
+        if len(secret) >= SHORT_SECRET:
+            text = text.replace(secret, REDACTED)
+        elif secret in text:
+            text = _short_re(secret).sub(REDACTED, text)
     text = _credential_shapes(text)
     if text.isascii() and text.isprintable():
         return text  # no control character, in either form: nothing to escape
@@ -150,5 +170,9 @@ def _credential_shapes(text: str) -> str:
 def scrub_body(body: bytes, *, secrets: Iterable[str] = ()) -> bytes:
     """``body`` with every known secret (as given and percent-encoded) replaced by ``***``."""
     for secret in _forms(secrets):
-        body = body.replace(secret.encode("utf-8", "surrogateescape"), REDACTED.encode())
+        raw = secret.encode("utf-8", "surrogateescape")
+        if len(secret) >= SHORT_SECRET:
+            body = body.replace(raw, REDACTED.encode())
+        elif raw in body:
+            body = _short_re_bytes(raw).sub(REDACTED.encode(), body)
     return body

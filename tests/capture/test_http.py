@@ -34,7 +34,7 @@ from vllm_evidence.adapters.outcome import (
 from vllm_evidence.adapters.server_info import ServerInfo
 from vllm_evidence.adapters.version import SelfReportedVersion
 from vllm_evidence.adapters.world_size import WorldSizeProduct
-from vllm_evidence.capture.batch import ExchangeRole, Transport
+from vllm_evidence.capture.batch import NOT_SENT_DETAILS, ExchangeRole, Transport
 from vllm_evidence.capture.directory import save
 from vllm_evidence.capture.http import RouteClient, clean_target, probe, probe_sync
 from vllm_evidence.cli import main
@@ -90,9 +90,8 @@ def test_clean_probe_parses_every_route_and_joins() -> None:
 
 
 def test_probe_sends_only_get_to_allowlisted_targets() -> None:
-    sent: list[tuple[str, str]] = []
     with serve_capture(REAL) as door:
-        probe_sync(door.url, sent=sent)
+        sent = list(probe_sync(door.url).request_lines())
         received = list(door.requests)
     assert sorted(sent) == sorted(
         [("GET", "/metrics"), ("GET", "/metrics")]
@@ -459,19 +458,17 @@ def test_a_shared_client_reads_each_target_like_its_own_client() -> None:
     key = "sk-shared-client-5521"
 
     async def both(a: str, b: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-        sent_a: list[tuple[str, str]] = []
-        sent_b: list[tuple[str, str]] = []
         from vllm_evidence.capture.http import _TRANSPORTS
 
         async with new_client() as client:
-            await asyncio.gather(
-                probe(a, client=client, sent=sent_a, api_key=key),
-                probe(b, client=client, sent=sent_b),
+            batch_a, batch_b = await asyncio.gather(
+                probe(a, client=client, api_key=key),
+                probe(b, client=client),
             )
             # each server's connections close when its probe ends: what is open is
             # bounded by the servers being read, not by the servers read so far
             assert _TRANSPORTS[client].open_pools == 0
-        return sent_a, sent_b
+        return list(batch_a.request_lines()), list(batch_b.request_lines())
 
     with serve_capture(REAL, api_key=key) as a, serve_capture(REAL) as b:
         sent_a, sent_b = asyncio.run(both(a.url, b.url))
@@ -544,3 +541,78 @@ def test_no_import_is_retried_on_every_request() -> None:
     finally:
         sys.meta_path.pop(0)
     assert looked_up.count("sniffio") == 0
+
+
+# --------------------------------------------------------------------------------
+# The request log: the batch carries the request lines it put on the wire.
+
+
+def test_request_lines_are_the_raw_lines_a_server_received_under_a_base_path() -> None:
+    from tests.hostile._server import hostile_server, real_reply
+
+    def reply(target: str, headers: dict[str, str]) -> bytes:
+        return real_reply(target.removeprefix("/v%7Eendor"))
+
+    with hostile_server(reply) as server:
+        batch = probe_sync(server.url + "/v%7Eendor/", development_routes=False)
+        raw = [r.line.decode("latin-1") for r in server.requests]
+    lines = batch.request_lines()
+    assert sorted(f"{method} {path} HTTP/1.1" for method, path in lines) == sorted(raw)
+    assert lines[0] == lines[-1] == ("GET", "/v%7Eendor/metrics")
+    assert {path for _, path in lines} == {
+        "/v%7Eendor" + r.target for r in (Route.METRICS, Route.VERSION, Route.MODELS, Route.HEALTH)
+    }
+
+
+def test_a_request_never_sent_has_no_request_line() -> None:
+    with serve_capture(REAL, faults={Route.VERSION: Fault(delay_s=0.6)}) as door:
+        batch = probe_sync(door.url, timeout=5.0, deadline=0.3)
+        received = [(r.method, r.path) for r in door.requests]
+    # the closing bracket's budget was spent: it never left, and has no line
+    assert batch.bracket_close.transport is Transport.TIMED_OUT
+    assert batch.bracket_close.detail == NOT_SENT_DETAILS[0]
+    lines = batch.request_lines()
+    assert lines.count(("GET", "/metrics")) == 1
+    assert sorted(lines) == sorted(received)
+    # the slow route was sent (and timed out): it keeps its line
+    assert ("GET", "/version") in lines
+
+
+def test_request_lines_survive_saving_and_loading(tmp_path: Path) -> None:
+    from vllm_evidence.readback import load
+
+    with serve_capture(REAL) as door:
+        batch = probe_sync(door.url)
+    loaded = load(save(batch, tmp_path / "saved"))
+    assert isinstance(loaded, CapturedReadback)
+    assert loaded.batch.request_lines() == batch.request_lines()
+    assert len(batch.request_lines()) == 2 + len(PROBE_ROUTES) - 1
+
+
+def test_probe_sync_takes_a_shared_client_like_probe() -> None:
+    from vllm_evidence.capture.http import new_client
+
+    client = new_client()
+    try:
+        with serve_capture(REAL) as door:
+            first = probe_sync(door.url, client=client)
+            second = probe_sync(door.url, client=client)
+            received = [(r.method, r.path) for r in door.requests]
+    finally:
+        asyncio.run(client.aclose())
+    assert sorted(first.request_lines() + second.request_lines()) == sorted(received)
+    assert first.request_lines() == second.request_lines()
+
+
+def test_probe_refuses_a_client_with_request_hooks() -> None:
+    import httpx
+
+    async def hook(request: httpx.Request) -> None:
+        return None
+
+    async def run() -> None:
+        async with httpx.AsyncClient(event_hooks={"request": [hook]}) as client:
+            await probe("http://127.0.0.1:1", client=client)
+
+    with pytest.raises(InputError, match="no auth and no request hooks"):
+        asyncio.run(run())

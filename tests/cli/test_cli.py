@@ -56,7 +56,7 @@ def test_demo_json_reports_the_real_capture() -> None:
     out = _run("demo", "--json")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
-    assert doc["schema"] == "vllm-evidence.assessment/2"
+    assert doc["schema"] == "vllm-evidence.assessment/3"
     assert doc["version"] == "0.32.0"
     assert doc["versions"] == {"front_door": "0.32.0", "startup_log": "0.32.0"}
     d = doc["decisions"]
@@ -84,6 +84,25 @@ def test_demo_json_reports_the_real_capture() -> None:
     )
     assert d["front_door_join"]["verdict"] == "established"
     assert doc["observations"]["models"][0]["id"] == "tiny-llama:q4-alias"
+
+
+def test_demo_joins_its_log_even_when_the_logs_port_is_taken() -> None:
+    """The demo replays on the port its log names; when something else holds that port
+    it replays on a free one, as behind a port forward, and the receipt still joins."""
+    with socket.socket() as holder:
+        holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            holder.bind(("127.0.0.1", 8765))
+        except OSError:
+            pass  # already taken by something else: the case under test all the same
+        else:
+            holder.listen()
+        out = _run("demo", "--json")
+    assert out.returncode == 0, out.stderr
+    join = json.loads(out.stdout)["decisions"]["log_join"]
+    assert (join["verdict"], join["reason"]) == ("established", "established")
+    assert "port 8765" in join["detail"]
+    assert "(a forward or a proxy)" in join["detail"]
 
 
 def test_demo_text_is_plain_when_piped() -> None:
@@ -269,6 +288,31 @@ def test_save_then_explain_round_trip(tmp_path: Path) -> None:
 
 
 # --- the API key -----------------------------------------------------------------------
+
+
+def test_a_short_api_key_is_noted_and_does_not_mangle_the_report() -> None:
+    """A one-character key is guessable; scrubbing every ``a`` of the report would make
+    it unreadable, so it goes only where it stands alone, and stderr says so."""
+    with serve_capture(REAL, api_key="a") as door:
+        out = _run(
+            "probe",
+            door.url,
+            "--api-key-env",
+            "VLLM_EVIDENCE_TEST_KEY",
+            env={"VLLM_EVIDENCE_TEST_KEY": "a"},
+        )
+        long_key = _run(
+            "probe",
+            door.url,
+            "--api-key-env",
+            "VLLM_EVIDENCE_TEST_KEY",
+            env={"VLLM_EVIDENCE_TEST_KEY": SECRET},
+        )
+    assert out.returncode == 0
+    assert "fewer than 8 characters" in out.stderr
+    assert "fewer than" not in long_key.stderr
+    assert "parallel" in out.stdout
+    assert "observations:" in out.stdout
 
 
 def test_api_key_from_env_is_used_and_never_shown(tmp_path: Path) -> None:

@@ -182,9 +182,35 @@ def test_visible_contradictions_come_before_the_missing_witness() -> None:
 def test_an_api_server_port_that_is_not_the_probed_one() -> None:
     startup_log = _log(banner("0.32.0") + args("{'port': 1}") + engine_init(tp=1))
     door = witnessed_door(DOOR)
-    refused = _refused(assess(door, startup_log, receipt=receipt_for(startup_log)))
+    refused = _refused(assess(door, startup_log))
     assert refused.reason is LogJoinReason.PORT_CONTRADICTED
     assert "port 1 (line 2)" in refused.detail
+    assert "the receipt's start time decides" in refused.remedy
+
+
+def test_through_a_port_forward_the_receipts_start_time_decides() -> None:
+    """The launch serves on port 1, the probe reads a forwarded port: with the receipt
+    whose start time the front door serves, the join stands and says so."""
+    startup_log = _log(banner("0.32.0") + args("{'port': 1}") + engine_init(tp=1))
+    door = witnessed_door(DOOR)
+    joined = assess(door, startup_log, receipt=receipt_for(startup_log)).log_join
+    assert isinstance(joined, LogJoined)
+    assert joined.port_note is not None
+    assert "port 1 (line 2)" in joined.port_note
+    assert "(a forward or a proxy)" in joined.detail
+    other = receipt_for(startup_log, start="1.5e+09")
+    refused = _refused(assess(door, startup_log, receipt=other))
+    assert refused.reason is LogJoinReason.START_TIME_CONTRADICTED
+
+
+def test_on_the_launchs_own_port_the_join_has_no_port_note() -> None:
+    door = witnessed_door(DOOR)
+    port = door.batch.target.rsplit(":", 1)[1]
+    startup_log = _log(banner("0.32.0") + args(f"{{'port': {port}}}") + engine_init(tp=1))
+    joined = assess(door, startup_log, receipt=receipt_for(startup_log)).log_join
+    assert isinstance(joined, LogJoined)
+    assert joined.port_note is None
+    assert "forward" not in joined.detail
 
 
 def test_served_names_that_differ_are_another_launch() -> None:

@@ -38,6 +38,8 @@ _VOLATILE = (
     (re.compile(r" +[0-9]+ ms  sha256"), " N ms  sha256"),
     (re.compile(r'("(?:started|ended)_monotonic_ns": )[0-9]+'), r"\g<1>0"),
     (re.compile(r"manifest sha256 [0-9a-f]{12}"), "manifest sha256 SEAL"),
+    (re.compile(r'("manifest_sha256": )"[0-9a-f]{64}"'), r'\1"SEAL"'),
+    (re.compile(r"batch [0-9a-f]{12} was loaded"), "batch BATCH was loaded"),
 )
 
 

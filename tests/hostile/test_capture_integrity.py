@@ -21,6 +21,7 @@ import pytest
 
 from tests._paths import REAL
 from tests._reseal import reseal
+from vllm_evidence.capture.batch import CaptureBatch, CaptureOrigin
 from vllm_evidence.capture.directory import (
     MANIFEST,
     ProvenanceKind,
@@ -207,11 +208,15 @@ def test_every_tamper_is_refused_under_the_key(
     if without_key:
         with pytest.raises(InputError):
             read_capture(copy)
-    else:  # what an unsigned capture cannot stop: the provenance says so
-        assert read_capture(copy).provenance.kind in {
+    else:  # what an unsigned capture cannot stop: the provenance says so, and its bytes
+        # are loaded ones that no log can be joined to (log_join: capture_unverified)
+        read = read_capture(copy)
+        assert read.provenance.kind in {
             ProvenanceKind.UNSIGNED,
             ProvenanceKind.SIGNATURE_UNVERIFIED,
         }
+        assert isinstance(read.capture, CaptureBatch)
+        assert read.capture.origin is CaptureOrigin.LOADED
 
 
 def test_the_untouched_capture_verifies(signed: Path) -> None:
@@ -296,7 +301,14 @@ def test_an_unsigned_capture_says_so_and_is_refused_under_a_key(tmp_path: Path) 
         saved = tmp_path / "capture"
         assert _cli("probe", door.url, "--save", str(saved)).returncode == 0
     out = _cli("explain", str(saved))
-    assert "unsigned" in out.stdout.splitlines()[-1]
+    provenance = out.stdout.splitlines()[2]
+    assert provenance.startswith("  provenance: capture directory ")
+    assert "unsigned" in provenance
+    document = json.loads(_cli("explain", str(saved), "--json").stdout)
+    source = document["front_door"]["source"]
+    assert source["origin"] == "loaded"
+    assert source["provenance"]["kind"] == "unsigned"
+    assert "unsigned" in source["provenance"]["description"]
     refused = _cli("explain", str(saved), "--verify-key-env", "SIGN", env={"SIGN": "k"})
     assert refused.returncode == 2
     assert "unsigned, but a signature by key id" in refused.stderr

@@ -3,8 +3,10 @@
 ``scripts/live-vllm check`` starts the ``tp2-devmode`` scenario through ``vllm-evidence
 launch`` and, while it serves, runs the product's own ``vllm-evidence probe --json``
 with its log and receipt, and with the ``tp2-apikey`` scenario's log (with that receipt,
-and with none).  These tests read those documents; the committed captures predate the
-witness and hold none, so in the ordinary suite they are skipped.
+and with none).  These tests read those documents: in the live tier the fresh ones, in
+the ordinary suite the ones committed from such a run under
+``tests/fixtures/real/launch-witness-0.32.0/`` (one launch: its capture, log, receipt and
+the product's documents, neutralised), which the last test also re-derives from bytes.
 """
 
 from __future__ import annotations
@@ -29,16 +31,24 @@ SERVING_CLAIMS = (
 )
 
 
-def _document(live_root: Path, name: str) -> dict[str, Any]:
-    path = live_root / "tp2-devmode" / f"{name}.json"
-    if not path.exists():
-        pytest.skip(f"no {path.name}: recorded only by `scripts/live-vllm check`")
-    document: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
+#: A ``scripts/live-vllm record tp2-apikey tp2-devmode`` run, committed: the launched
+#: scenario's capture, log, receipt and witnessed-probe documents.
+COMMITTED_WITNESS = Path(__file__).parents[1] / "fixtures" / "real" / "launch-witness-0.32.0"
+
+
+@pytest.fixture(scope="module")
+def witness_dir(live_root: Path, is_fresh: bool) -> Path:
+    """The launched ``tp2-devmode`` scenario: this run's, or the committed recording."""
+    return (live_root if is_fresh else COMMITTED_WITNESS) / "tp2-devmode"
+
+
+def _document(witness_dir: Path, name: str) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads((witness_dir / f"{name}.json").read_text("utf-8"))
     return document
 
 
-def test_the_launched_server_establishes_every_serving_claim(live_root: Path) -> None:
-    decisions = _document(live_root, "witnessed-probe")["decisions"]
+def test_the_launched_server_establishes_every_serving_claim(witness_dir: Path) -> None:
+    decisions = _document(witness_dir, "witnessed-probe")["decisions"]
     for claim in SERVING_CLAIMS:
         decision = decisions[claim]
         assert (decision["subject"], decision["verdict"]) == ("serving", "established"), (
@@ -58,18 +68,16 @@ def test_the_launched_server_establishes_every_serving_claim(live_root: Path) ->
 @pytest.mark.parametrize(
     "name", ["witnessed-probe-other-log", "witnessed-probe-other-log-no-receipt"]
 )
-def test_the_other_scenarios_log_is_refused(live_root: Path, name: str) -> None:
-    decisions = _document(live_root, name)["decisions"]
+def test_the_other_scenarios_log_is_refused(witness_dir: Path, name: str) -> None:
+    decisions = _document(witness_dir, name)["decisions"]
     assert decisions["log_join"]["verdict"] == "refused"
     assert decisions["parallel"]["verdict"] == "refused"
     assert decisions["parallel"]["reason"] == "log_not_joined"
     assert decisions["health_coverage"]["subject"] == "serving"
 
 
-def test_the_receipt_names_the_launch_and_no_secret(live_root: Path) -> None:
-    path = live_root / "tp2-devmode" / "launch-receipt.json"
-    if not path.exists():
-        pytest.skip("no launch-receipt.json: recorded only by `scripts/live-vllm check`")
+def test_the_receipt_names_the_launch_and_no_secret(witness_dir: Path) -> None:
+    path = witness_dir / "launch-receipt.json"
     receipt = json.loads(path.read_text(encoding="utf-8"))
     assert receipt["schema"] == "vllm-evidence.launch-receipt/1"
     assert receipt["process_start_time_seconds"] is not None
@@ -85,3 +93,15 @@ def test_a_replay_of_the_capture_joins_its_own_log(live_root: Path) -> None:
     assessment = assess_witnessed(directory, log)
     for claim in SERVING_CLAIMS:
         assert claim_established(assessment, claim), (claim, getattr(assessment, claim))  # type: ignore[arg-type]  # members of Claim
+
+
+def test_a_replay_of_the_launched_capture_joins_its_own_log(witness_dir: Path) -> None:
+    """The launched scenario's own bytes, replayed: the log it wrote is joined to its
+    front door through a receipt naming the start time its /metrics serves."""
+    log = read_startup_log(witness_dir / "startup.log")
+    assert isinstance(log, StartupLog), log
+    assessment = assess_witnessed(witness_dir, log)
+    for claim in SERVING_CLAIMS:
+        assert claim_established(assessment, claim), (claim, getattr(assessment, claim))  # type: ignore[arg-type]  # members of Claim
+    recorded = _document(witness_dir, "witnessed-probe")["decisions"]
+    assert assessment.parallel.reason.value == recorded["parallel"]["reason"]

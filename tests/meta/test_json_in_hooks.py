@@ -24,7 +24,7 @@ NOT_DOCUMENTS: dict[tuple[str, str], str] = {
     ("capture/http.py", "probe"): "the request headers and httpx's event hooks",
     ("assessment.py", "_decisions"): "the decisions by name, for the text report",
     ("assessment.py", "_route_arms"): "each route's outcome by stem, for the text report",
-    ("rederive.py", "_recorded_verdicts"): "a read document's verdicts, checked, not written",
+    ("rederive/_read.py", "_recorded_verdicts"): "a read document's verdicts, checked, not written",
 }
 
 

@@ -87,7 +87,7 @@ def test_repr_names_the_key_figures() -> None:
     batch = front.batch
     assert re.fullmatch(
         r"CaptureBatch\(batch=[0-9a-f]{12}, target='http://127\.0\.0\.1:[0-9]+', "
-        rf"{len(batch.all_exchanges())} exchanges\)",
+        rf"{len(batch.all_exchanges())} exchanges, probed\)",
         repr(batch),
     ), repr(batch)
     opening = batch.bracket_open

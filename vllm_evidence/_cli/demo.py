@@ -98,7 +98,8 @@ def run(args: argparse.Namespace) -> int:
         with contextlib.ExitStack() as stack:
             try:
                 door = stack.enter_context(serve_capture(directory, port=port))
-            except OSError:  # the log's port is taken here: a free one (the join refuses)
+            except OSError:  # the log's port is taken here: a free one, as behind a
+                # port forward (the receipt's start time still joins the log)
                 door = stack.enter_context(serve_capture(directory))
             batch = probe_sync(door.url)
         log = None

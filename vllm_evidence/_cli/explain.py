@@ -111,9 +111,9 @@ def run(args: argparse.Namespace) -> int:
     except InputError as exc:
         return fail(PROG, str(exc))
     print_report(assessment, json_out=args.json)
-    note = f"provenance: {provenance.describe()}"
-    if args.json:
-        sys.stderr.write(scrub(note) + "\n")
-    else:
-        sys.stdout.write(scrub(note) + "\n")
+    if isinstance(read.capture, BareBodies):
+        # A captured batch carries its provenance into the report and the document; bare
+        # bodies are a caller's bundle, so the line is said here (stderr beside --json).
+        note = scrub(f"provenance: {provenance.describe()}") + "\n"
+        (sys.stderr if args.json else sys.stdout).write(note)
     return check_requirements([assessment], args.require)

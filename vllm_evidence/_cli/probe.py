@@ -468,11 +468,16 @@ def run(args: argparse.Namespace) -> int:
         return fail(PROG, "--startup-log goes with one URL: a log describes one server")
     if args.receipt and not args.startup_log:
         return fail(PROG, "--receipt goes with --startup-log: a receipt witnesses a log")
-    from vllm_evidence._scrub import remember
+    from vllm_evidence._scrub import SHORT_SECRET, remember
 
     try:
         key = _api_key(args)
         remember(key)  # nothing printed or saved from here on carries it
+        if key is not None and len(key) < SHORT_SECRET:
+            sys.stderr.write(
+                f"{PROG}: note: the API key has fewer than {SHORT_SECRET} characters: it is "
+                "guessable, and it is scrubbed from output only where it stands alone\n"
+            )
         sign_key = _sign_key(args)
         if len(urls) > 1:
             return _fleet(urls, args, key, sign_key)

@@ -11,7 +11,7 @@ __all__ = ["register"]
 #: The names ``schema`` takes (``vllm_evidence.serialize.SCHEMA_NAMES``, spelled out
 #: here so that ``--help`` does not import the converter).
 NAMES: dict[str, str] = {
-    "assessment": "probe/explain/demo --json (vllm-evidence.assessment/2)",
+    "assessment": "probe/explain/demo --json (vllm-evidence.assessment/3)",
     "startup-log": "log --json (vllm-evidence.startup-log/1)",
     "laws": "laws --json (vllm-evidence.laws/1)",
     "audit": "audit-upstream --json (vllm-evidence.audit/1)",

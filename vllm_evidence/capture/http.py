@@ -22,7 +22,9 @@ from typing import TYPE_CHECKING, Final, final
 from vllm_evidence._scrub import remember, scrub_body
 from vllm_evidence.capture._target import clean_target
 from vllm_evidence.capture.batch import (
+    NOT_SENT_DETAILS,
     CaptureBatch,
+    CaptureOrigin,
     Exchange,
     ExchangeRole,
     Transport,
@@ -130,7 +132,7 @@ class RouteClient:
         try:
             if budget <= 0:
                 transport = Transport.TIMED_OUT
-                detail = "the batch deadline passed before this request was sent"
+                detail = NOT_SENT_DETAILS[0]
             else:
                 if self._sent is not None:
                     self._sent.append((request.method, request.url.raw_path.decode("ascii")))
@@ -171,7 +173,7 @@ class RouteClient:
         except httpx.LocalProtocolError as exc:
             # Raised before anything is sent; its text can quote request headers (the key).
             transport, body = Transport.UNREACHABLE, None
-            detail = f"{type(exc).__name__} (the request could not be formed)"
+            detail = f"{type(exc).__name__} {NOT_SENT_DETAILS[1]}"
         except httpx.TransportError as exc:
             transport, body = Transport.UNREACHABLE, None
             detail = f"{type(exc).__name__}: {exc}"
@@ -271,7 +273,6 @@ async def probe(
     development_routes: bool = True,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     verify: bool | str | ssl.SSLContext = True,
-    sent: list[tuple[str, str]] | None = None,
     client: httpx.AsyncClient | None = None,
 ) -> CaptureBatch:
     """Read one front door: ``/metrics``, then the other routes concurrently, then ``/metrics``.
@@ -279,12 +280,14 @@ async def probe(
     ``timeout`` bounds each request and ``deadline`` the whole batch (seconds).
     ``development_routes`` adds ``/server_info`` (both forms) and ``/get_world_size``.
     ``verify`` is TLS certificate verification (on by default; a CA file or directory or
-    an :class:`ssl.SSLContext` for a private CA).  When ``sent`` is given, ``(method,
-    path)`` of every request put on the wire is appended to it.  ``client`` is a client
-    shared with other probes of the same run (see :func:`new_client`, whose ``verify``
-    then applies instead); without one, a client is made for this probe and closed.
-    Raises :class:`InputError` for a URL that is not one; every other failure is an
-    exchange's outcome, never an exception.
+    an :class:`ssl.SSLContext` for a private CA).  ``client`` is an
+    :class:`httpx.AsyncClient` shared with other probes of the same run (best made by
+    :func:`new_client`, whose ``verify`` then applies instead; any other must have no
+    auth and no request hooks); without one, a client is made for this probe and closed.
+    The returned batch carries its request log: :meth:`CaptureBatch.request_lines` is
+    ``(method, path)`` of every request put on the wire.  Raises :class:`InputError` for
+    a URL that is not one; every other failure is an exchange's outcome, never an
+    exception.
     """
     target = clean_target(url)
     if not all(math.isfinite(v) and v > 0 for v in (timeout, deadline, max_body_bytes)):
@@ -306,7 +309,6 @@ async def probe(
         for r in PROBE_ROUTES
         if r is not Route.METRICS and (r in _CORE_ROUTES or development_routes)
     ]
-    wire: list[tuple[str, str]] = []
     end = time.monotonic() + deadline
 
     async def read(shared: httpx.AsyncClient) -> CaptureBatch:
@@ -317,7 +319,6 @@ async def probe(
             timeout_s=timeout,
             deadline=end,
             headers=headers,
-            sent=wire,
             secrets=() if api_key is None else (api_key,),
         )
         opening = await layer.get(Route.METRICS, ExchangeRole.BRACKET_OPEN)
@@ -329,6 +330,7 @@ async def probe(
             bracket_open=opening,
             exchanges=tuple(middle),
             bracket_close=closing,
+            origin=CaptureOrigin.PROBED,
         )
 
     if client is not None:
@@ -344,8 +346,6 @@ async def probe(
     else:
         async with new_client(verify=verify, timeout=timeout) as own:
             batch = await read(own)
-    if sent is not None:
-        sent.extend(wire)
     return batch
 
 
@@ -358,9 +358,11 @@ def probe_sync(
     development_routes: bool = True,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     verify: bool | str | ssl.SSLContext = True,
-    sent: list[tuple[str, str]] | None = None,
+    client: httpx.AsyncClient | None = None,
 ) -> CaptureBatch:
-    """:func:`probe`, run to completion on a fresh event loop."""
+    """:func:`probe`, run to completion on a fresh event loop (same parameters, same
+    batch with its :meth:`~CaptureBatch.request_lines`).  A shared ``client`` must not
+    have been used on another event loop."""
     return asyncio.run(
         probe(
             url,
@@ -370,6 +372,6 @@ def probe_sync(
             development_routes=development_routes,
             max_body_bytes=max_body_bytes,
             verify=verify,
-            sent=sent,
+            client=client,
         )
     )

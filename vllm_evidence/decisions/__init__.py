@@ -1,6 +1,6 @@
 """Decisions: the only place where a claim is established, reported or refused.
 
-Each decision takes one server's :class:`~vllm_evidence.decisions._sources.Evidence`
+Each decision takes one server's :class:`~vllm_evidence.readback.evidence.Evidence`
 and returns a closed union of sealed types — an established arm and refusal arms
 named after the earliest missing piece of evidence — each carrying the law it used.
 Use :func:`vllm_evidence.assess` to run them all; match on the class first, then on

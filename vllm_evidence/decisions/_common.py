@@ -1,9 +1,11 @@
-"""What every decision shares: the law scope of a version, and the restart wording."""
+"""What every decision shares: the law scope of a version, the restart wording, and the
+serving gate with the log-join wrapper every serving decision goes through."""
 
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Protocol, TypeVar
 
 from packaging.version import Version
 
@@ -18,6 +20,7 @@ __all__ = [
     "rank_ranges",
     "refusal_summary",
     "scope",
+    "serving_decision",
     "serving_gate",
 ]
 
@@ -53,6 +56,69 @@ def serving_gate(evidence: Evidence) -> ServingGate | None:
     if evidence.front_door_restarted():
         return ("front_door_restarted", RESTARTED, RESTARTED_REMEDY)
     return None
+
+
+class _Answer(Protocol):
+    """What the wrapper reads of any arm: its reason and its detail."""
+
+    @property
+    def reason(self) -> enum.Enum: ...
+    @property
+    def detail(self) -> str: ...
+
+
+D = TypeVar("D", bound=_Answer)
+
+
+def _as_is(evidence: Evidence, decision: D) -> D:
+    """The default ``answered`` of :func:`serving_decision`: the decision as it is."""
+    del evidence  # the hook's shape: health reads the front door's /health
+    return decision
+
+
+def serving_decision(
+    evidence: Evidence,
+    decide: Callable[[Evidence], D],
+    established: type[object],
+    refuse: Callable[[Evidence, str, str, str, D | None], D],
+    answered: Callable[[Evidence, D], D] = _as_is,
+) -> D:
+    """One serving decision, in the order every one of them keeps.
+
+    1. :func:`serving_gate`: ``refuse(evidence, reason, detail, remedy, None)``.
+    2. No log to keep out (none, a launch claim, or the log joined): ``decide`` reads
+       everything.
+    3. Otherwise ``decide`` without the log: an ``established`` answer stands; a
+       refusal stands when the log would not change it (the same arm, the same reason);
+       else ``refuse(evidence, "log_not_joined", …, the front door's answer)``, naming
+       the log join's refusal and that answer.
+
+    ``answered`` is applied to what ``decide`` returns before it is returned or
+    compared (health: an established coverage needs a 200 from ``/health``).
+    """
+    from vllm_evidence.decisions.log_join import log_not_joined  # it imports this module
+
+    gate = serving_gate(evidence)
+    if gate is not None:
+        reason, detail, remedy = gate
+        return refuse(evidence, reason, detail, remedy, None)
+    unjoined = log_not_joined(evidence)
+    if unjoined is None:
+        return answered(evidence, decide(evidence))
+    alone = decide(evidence.without_log())
+    if isinstance(alone, established):
+        return answered(evidence, alone)
+    full = answered(evidence, decide(evidence))
+    if type(full) is type(alone) and full.reason is alone.reason:
+        return alone
+    return refuse(
+        evidence,
+        "log_not_joined",
+        f"the startup log is not joined to this front door ({unjoined.reason.value}: "
+        f"{unjoined.detail}); the front door alone: {alone.detail}",
+        unjoined.remedy,
+        alone,
+    )
 
 
 def scope(version: Version | None) -> ReleaseLaws | VersionNotEstablished | None:

@@ -29,28 +29,32 @@ from typing import TypeAlias, final
 import attrs
 from packaging.version import Version
 
-from vllm_evidence._bounds import MAX_WORLD_SIZE
 from vllm_evidence._seal import Sealed, minter
-from vllm_evidence.adapters.metrics import MetricsObservation
 from vllm_evidence.adapters.outcome import NotRequested
-from vllm_evidence.adapters.startup_log import CapacityFormat, Launch, ProcessTag
+from vllm_evidence.decisions._capacity_figures import (
+    EngineCapacity,
+    figures_conflict,
+    label_figures,
+    log_figures,
+    min_per_engine,
+    missing_engines,
+    product_engine,
+    product_figures,
+    resolved_dp,
+    v0_engine,
+)
 from vllm_evidence.decisions._common import (
     RESTARTED,
     RESTARTED_REMEDY,
     refusal_summary,
     scope,
-    serving_gate,
+    serving_decision,
 )
-from vllm_evidence.decisions.log_join import log_not_joined
-from vllm_evidence.measure import BlockCount, Concurrency, MeasureParseFailure, TokenCount
 from vllm_evidence.readback.evidence import (
     Evidence,
-    Source,
     Subject,
     arm_name,
-    log_source,
     parsed,
-    route_source,
 )
 from vllm_evidence.upstream import (
     CapacityAuthority,
@@ -91,28 +95,6 @@ class CapacityReason(enum.Enum):
     FIGURES_CONFLICT = "figures_conflict"
     NOT_GROUP_AWARE = "not_group_aware"
     PER_WORKER_BEFORE_REDUCTION = "per_worker_before_reduction"
-
-
-@final
-@attrs.frozen(init=False, repr=False)
-class EngineCapacity(Sealed):
-    """One DP engine's token capacity from one source."""
-
-    __public_constructor__ = "vllm_evidence.decisions.decide_capacity()"
-
-    engine: str
-    """The DP engine index as vLLM names it (``"0"``)."""
-    tokens: TokenCount
-    max_concurrency: Concurrency | None
-    max_model_len: TokenCount | None
-    source_kind: CapacitySource
-    source: Source
-
-    def _repr_summary(self) -> str:
-        return f"engine {self.engine}: {self.tokens}, {self.source_kind.value}"
-
-
-_mint_engine = minter(EngineCapacity, EngineCapacity.__attrs_init__)
 
 
 @final
@@ -195,158 +177,6 @@ def _failure_reason(outcome: object) -> str:
     return f" ({reason})" if isinstance(reason, str) else ""
 
 
-def _engine_of(process: ProcessTag | None) -> str:
-    """The DP engine a log line names, as the ``engine`` label spells it (else ``"0"``)."""
-    if process is None or process.dp_engine is None:
-        return "0"
-    return str(process.dp_engine)
-
-
-def _label_figures(
-    metrics: MetricsObservation, max_model_len: TokenCount | None
-) -> list[EngineCapacity]:
-    out: list[EngineCapacity] = []
-    for series in metrics.cache_config_info:
-        tokens = TokenCount.parse(series.label("kv_cache_size_tokens") or "")
-        if isinstance(tokens, MeasureParseFailure):
-            continue
-        concurrency_text = series.label("kv_cache_max_concurrency")
-        concurrency = Concurrency.parse(concurrency_text) if concurrency_text else None
-        out.append(
-            _mint_engine(
-                engine=series.engine or "0",
-                tokens=tokens,
-                max_concurrency=concurrency if isinstance(concurrency, Concurrency) else None,
-                max_model_len=max_model_len,
-                source_kind=CapacitySource.LABEL_KV_CACHE_SIZE_TOKENS,
-                source=route_source("/metrics"),
-            )
-        )
-    return out
-
-
-def _product_figures(metrics: MetricsObservation) -> list[tuple[str, BlockCount, TokenCount]]:
-    out = []
-    for series in metrics.cache_config_info:
-        blocks = BlockCount.parse(series.label("num_gpu_blocks") or "")
-        size = TokenCount.parse(series.label("block_size") or "")
-        if isinstance(blocks, BlockCount) and isinstance(size, TokenCount):
-            out.append((series.engine or "0", blocks, size))
-    return out
-
-
-def _log_figures(launch: Launch) -> list[EngineCapacity]:
-    out = []
-    for obs in launch.capacity:
-        if obs.format is CapacityFormat.V0_BLOCKS or obs.tokens is None:
-            continue
-        out.append(
-            _mint_engine(
-                engine=_engine_of(obs.process),
-                tokens=obs.tokens,
-                max_concurrency=obs.max_concurrency,
-                max_model_len=obs.max_model_len,
-                source_kind=CapacitySource.LOG_CAPACITY_LINE,
-                source=log_source(launch, obs.line, obs.process),
-            )
-        )
-    return out
-
-
-def _resolved_dp(evidence: Evidence, figures: list[EngineCapacity]) -> int | None:
-    """The DP size the figures' own source resolves (the log's, or /server_info's)."""
-    from_log = figures[0].source_kind is CapacitySource.LOG_CAPACITY_LINE
-    if from_log and evidence.launch is not None and evidence.launch.engine_config is not None:
-        return evidence.launch.engine_config.data_parallel_size
-    if not from_log:
-        info = evidence.server_info()
-        return None if info is None else info[0].parallel.data_parallel_size
-    return None
-
-
-def _shown(names: Sequence[str], limit: int = 8) -> str:
-    """``a, b, c`` for the first ``limit`` names, then how many more."""
-    more = f", … ({len(names) - limit} more)" if len(names) > limit else ""
-    return ", ".join(names[:limit]) + more
-
-
-def _figures_conflict(evidence: Evidence, figures: list[EngineCapacity]) -> str | None:
-    """Why one source's figures contradict themselves, or ``None``.
-
-    Two different figures for one engine from the front door (vLLM serves one
-    ``cache_config_info`` series per engine), or a figure for an engine the same source
-    says does not exist: neither the smaller figure nor the extra engine is a capacity.
-    """
-    if figures[0].source_kind is CapacitySource.LABEL_KV_CACHE_SIZE_TOKENS:
-        for engine, group in sorted(_by_engine(figures).items()):
-            distinct = sorted({f.tokens for f in group})
-            if len(distinct) > 1:
-                return (
-                    f"engine {engine} has {len(distinct)} different capacity figures from one "
-                    f"source: {_shown([str(t) for t in distinct])} ({group[0].source})"
-                )
-    size = _resolved_dp(evidence, figures)
-    if size is None:
-        return None
-    extra = sorted(
-        {
-            f.engine
-            for f in figures
-            if not (f.engine.isascii() and f.engine.isdigit() and len(f.engine) < 19)
-            or int(f.engine) >= size
-        }
-    )
-    if not extra:
-        return None
-    return (
-        f"the same source resolves {size} DP engine(s), but has capacity figures for "
-        f"engine(s) {_shown(extra)} past it"
-    )
-
-
-def _missing_engines(
-    evidence: Evidence, figures: list[EngineCapacity], engines: tuple[EngineCapacity, ...]
-) -> list[str]:
-    """DP engines the figures' own source resolves but gives no figure for."""
-    size = _resolved_dp(evidence, figures)
-    if size is None:
-        return []
-    have = {e.engine for e in engines}
-    if size > MAX_WORLD_SIZE:
-        return _missing_ranges(size, have)
-    return [str(i) for i in range(size) if str(i) not in have]
-
-
-def _missing_ranges(size: int, have: set[str]) -> list[str]:
-    """The engines ``0 .. size - 1`` not in ``have``, as ``"a"`` or ``"a..b"`` runs.
-
-    For a DP size past any real deployment: the runs are computed from the engines
-    that do have a figure, never by listing ``size`` engines.
-    """
-    present = sorted(int(e) for e in have if e.isascii() and e.isdigit() and len(e) < 19)
-    runs: list[str] = []
-    start = 0
-    for engine in [*(e for e in present if e < size), size]:
-        if engine > start:
-            runs.append(str(start) if engine - 1 == start else f"{start}..{engine - 1}")
-        start = max(start, engine + 1)
-    return runs
-
-
-def _by_engine(figures: list[EngineCapacity]) -> dict[str, list[EngineCapacity]]:
-    grouped: dict[str, list[EngineCapacity]] = {}
-    for f in figures:
-        grouped.setdefault(f.engine, []).append(f)
-    return grouped
-
-
-def _min_per_engine(figures: list[EngineCapacity]) -> tuple[EngineCapacity, ...]:
-    """One figure per engine: the smallest (vLLM takes the minimum over ranks)."""
-    return tuple(
-        min(group, key=lambda f: f.tokens) for _, group in sorted(_by_engine(figures).items())
-    )
-
-
 def _law(version: Version | None, source: CapacitySource) -> CapacityLaw | LawNotEstablished | str:
     laws = scope(version)
     if laws is None:
@@ -359,33 +189,21 @@ def _law(version: Version | None, source: CapacitySource) -> CapacityLaw | LawNo
 def decide_capacity(evidence: Evidence) -> CapacityDecision:
     """Each DP engine's KV-cache token capacity, by the release's capacity laws: of the
     serving process with a front door, of the log's launch without one."""
-    gate = serving_gate(evidence)
-    if gate is not None:
-        reason, detail, remedy = gate
-        return _refusal(evidence, CapacityReason(reason), detail, remedy)
-    unjoined = log_not_joined(evidence)
-    if unjoined is None:
-        return _decide(evidence)
-    alone = _decide(evidence.without_log())
-    if isinstance(alone, CapacityEstablished):
-        return alone
-    full = _decide(evidence)
-    if type(full) is type(alone) and full.reason is alone.reason:
-        return alone
-    return _refusal(
-        evidence,
-        CapacityReason.LOG_NOT_JOINED,
-        f"the startup log is not joined to this front door ({unjoined.reason.value}: "
-        f"{unjoined.detail}); the front door alone: {alone.detail}",
-        unjoined.remedy,
-    )
+    return serving_decision(evidence, _decide, CapacityEstablished, _refusal)
 
 
 def _refusal(
-    evidence: Evidence, reason: CapacityReason, detail: str, remedy: str
+    evidence: Evidence, reason: str, detail: str, remedy: str, alone: CapacityDecision | None
 ) -> CapacityRefused:
+    """A refusal before any figure is read: the gate's, or ``log_not_joined``."""
+    del alone  # a capacity refusal of the gate or the join carries no figures
     return _mint_refused(
-        subject=evidence.subject, reason=reason, detail=detail, remedy=remedy, engines=(), laws=()
+        subject=evidence.subject,
+        reason=CapacityReason(reason),
+        detail=detail,
+        remedy=remedy,
+        engines=(),
+        laws=(),
     )
 
 
@@ -413,10 +231,10 @@ def _decide(evidence: Evidence) -> CapacityDecision:
     models = evidence.models()
     base = [c for c in models.cards if c.parent is None] if models is not None else []
     max_model_len = base[0].max_model_len if len(base) == 1 else None
-    label = _label_figures(metrics, max_model_len) if metrics is not None else []
-    log = _log_figures(launch) if launch is not None else []
+    label = label_figures(metrics, max_model_len) if metrics is not None else []
+    log = log_figures(launch) if launch is not None else []
     blocks = list(launch.blocks) if launch is not None else []
-    product = _product_figures(metrics) if metrics is not None else []
+    product = product_figures(metrics) if metrics is not None else []
     fd_version = evidence.front_door_version()
     log_version = evidence.launch_version()
     seen_laws: list[CapacityLaw | LawNotEstablished] = []
@@ -456,7 +274,7 @@ def _decide(evidence: Evidence) -> CapacityDecision:
         if law is not None and law.authority is CapacityAuthority.AUTHORITATIVE
     ]
     for own, own_law in authoritative:
-        contradiction = _figures_conflict(evidence, own)
+        contradiction = figures_conflict(evidence, own)
         if contradiction is not None:
             return _mint_refused(
                 subject=evidence.subject,
@@ -474,14 +292,14 @@ def _decide(evidence: Evidence) -> CapacityDecision:
             )
     if authoritative:
         primary, primary_law = authoritative[0]
-        engines = _min_per_engine(primary)
-        missing = _missing_engines(evidence, primary, engines)
+        engines = min_per_engine(primary)
+        missing = missing_engines(evidence, primary, engines)
         if missing:
             return _mint_refused(
                 subject=evidence.subject,
                 reason=CapacityReason.ENGINES_MISSING,
                 detail=(
-                    f"the same source resolves {len(missing) + len(engines)} DP engines, but "
+                    f"the same source resolves {resolved_dp(evidence, primary)} DP engines, but "
                     f"engine(s) {', '.join(missing)} have no capacity figure"
                 ),
                 remedy="read every DP engine (under external load balancing, each API "
@@ -491,7 +309,7 @@ def _decide(evidence: Evidence) -> CapacityDecision:
             )
         if len(authoritative) == 2:
             other, other_law = authoritative[1]
-            others = _min_per_engine(other)
+            others = min_per_engine(other)
             mine = {e.engine: e.tokens for e in engines}
             theirs = {e.engine: e.tokens for e in others}
             if mine != theirs:
@@ -519,7 +337,7 @@ def _decide(evidence: Evidence) -> CapacityDecision:
         CapacityAuthority.NOT_GROUP_AWARE,
         CapacityAuthority.PER_WORKER_BEFORE_REDUCTION,
     }:
-        engines = _min_per_engine(log)
+        engines = min_per_engine(log)
         per_worker = log_law.authority is CapacityAuthority.PER_WORKER_BEFORE_REDUCTION
         reason = (
             CapacityReason.PER_WORKER_BEFORE_REDUCTION
@@ -555,34 +373,14 @@ def _decide(evidence: Evidence) -> CapacityDecision:
                     )
                 )
             else:
-                engines = tuple(
-                    _mint_engine(
-                        engine=_engine_of(b.process),
-                        tokens=b.device_blocks.times_block_size(size),
-                        max_concurrency=None,
-                        max_model_len=None,
-                        source_kind=CapacitySource.LOG_V0_BLOCKS,
-                        source=log_source(launch, b.line, b.process),
-                    )
-                    for b in blocks[:1]
-                )
+                engines = tuple(v0_engine(launch, b, size) for b in blocks[:1])
                 return _mint_established(
                     subject=evidence.subject, engines=engines, laws=(law,), corroborated_by=()
                 )
     if product:
         law = judge(product, fd_version, CapacitySource.LABEL_BLOCKS_TIMES_BLOCK_SIZE)
         if law is not None and law.authority is CapacityAuthority.AUTHORITATIVE:
-            engines = tuple(
-                _mint_engine(
-                    engine=engine,
-                    tokens=b.times_block_size(s),
-                    max_concurrency=None,
-                    max_model_len=None,
-                    source_kind=CapacitySource.LABEL_BLOCKS_TIMES_BLOCK_SIZE,
-                    source=route_source("/metrics"),
-                )
-                for engine, b, s in product[:1]
-            )
+            engines = tuple(product_engine(engine, b, s) for engine, b, s in product[:1])
             return _mint_established(
                 subject=evidence.subject, engines=engines, laws=(law,), corroborated_by=()
             )
@@ -632,7 +430,10 @@ def _decide(evidence: Evidence) -> CapacityDecision:
 
 
 def _engines_summary(engines: Sequence[EngineCapacity]) -> str:
-    """``engine 0: 4,194,304 tokens`` for each engine (the first three, then a count)."""
+    """``engine 0: 4,194,304 tokens`` for each engine (the first three, then a count).
+
+    Never empty: an established or reported capacity has a figure, and a refusal shows
+    its figures only when it holds some."""
     shown = [f"engine {e.engine}: {e.tokens}" for e in engines[:3]]
     more = [f"…({len(engines)} engines)"] if len(engines) > 3 else []
-    return "; ".join(shown + more) if engines else "no engines"
+    return "; ".join(shown + more)

@@ -28,9 +28,8 @@ from vllm_evidence.decisions._common import (
     RESTARTED_REMEDY,
     refusal_summary,
     scope,
-    serving_gate,
+    serving_decision,
 )
-from vllm_evidence.decisions.log_join import log_not_joined
 from vllm_evidence.readback.evidence import Evidence, Source, Subject, arm_name, log_source, parsed
 from vllm_evidence.upstream import (
     ExecutorBackend,
@@ -152,27 +151,7 @@ def decide_health_coverage(evidence: Evidence) -> HealthCoverageDecision:
     """What a 200 from ``/health`` covers, by release and backend: for the serving
     process (which must have answered 200) with a front door, for the log's launch
     without one."""
-    gate = serving_gate(evidence)
-    if gate is not None:
-        reason, detail, remedy = gate
-        return _refusal(evidence, HealthReason(reason), detail, remedy)
-    unjoined = log_not_joined(evidence)
-    if unjoined is None:
-        return _answered(evidence, _decide(evidence))
-    alone = _decide(evidence.without_log())
-    if isinstance(alone, HealthCoverageEstablished):
-        return _answered(evidence, alone)
-    full = _answered(evidence, _decide(evidence))
-    if type(full) is type(alone) and full.reason is alone.reason:
-        return alone
-    return _refusal(
-        evidence,
-        HealthReason.LOG_NOT_JOINED,
-        f"the startup log is not joined to this front door ({unjoined.reason.value}: "
-        f"{unjoined.detail}); the front door alone: {alone.detail}",
-        unjoined.remedy,
-        status=alone.health_status,
-    )
+    return serving_decision(evidence, _decide, HealthCoverageEstablished, _refusal, _answered)
 
 
 def _answered(evidence: Evidence, decision: HealthCoverageDecision) -> HealthCoverageDecision:
@@ -201,20 +180,21 @@ def _answered(evidence: Evidence, decision: HealthCoverageDecision) -> HealthCov
 
 def _refusal(
     evidence: Evidence,
-    reason: HealthReason,
+    reason: str,
     detail: str,
     remedy: str,
-    *,
-    status: int | None = None,
+    alone: HealthCoverageDecision | None,
 ) -> HealthCoverageRefused:
+    """A refusal before any backend is read: the gate's, or ``log_not_joined`` (which
+    keeps the status the front door's ``/health`` answered)."""
     return _mint_refused(
         subject=evidence.subject,
-        reason=reason,
+        reason=HealthReason(reason),
         detail=detail,
         remedy=remedy,
         backend=None,
         backend_source=None,
-        health_status=status,
+        health_status=None if alone is None else alone.health_status,
         law=None,
     )
 

@@ -30,9 +30,8 @@ from vllm_evidence.decisions._common import (
     RESTARTED_REMEDY,
     refusal_summary,
     scope,
-    serving_gate,
+    serving_decision,
 )
-from vllm_evidence.decisions.log_join import log_not_joined
 from vllm_evidence.readback.evidence import (
     Evidence,
     Source,
@@ -198,34 +197,17 @@ def _observed(evidence: Evidence) -> tuple[list[tuple[str, str | None]], Source,
 def decide_served_identity(evidence: Evidence) -> ServedIdentityDecision:
     """Whether the served ids identify the configured artifact (never the bytes): of the
     serving process with a front door, of the log's launch without one."""
-    gate = serving_gate(evidence)
-    if gate is not None:
-        reason, detail, remedy = gate
-        return _refusal(evidence, IdentityReason(reason), detail, remedy)
-    unjoined = log_not_joined(evidence)
-    if unjoined is None:
-        return _decide(evidence)
-    alone = _decide(evidence.without_log())
-    if isinstance(alone, ServedIdentityEstablished):
-        return alone
-    full = _decide(evidence)
-    if type(full) is type(alone) and full.reason is alone.reason:
-        return alone
-    return _refusal(
-        evidence,
-        IdentityReason.LOG_NOT_JOINED,
-        f"the startup log is not joined to this front door ({unjoined.reason.value}: "
-        f"{unjoined.detail}); the front door alone: {alone.detail}",
-        unjoined.remedy,
-    )
+    return serving_decision(evidence, _decide, ServedIdentityEstablished, _refusal)
 
 
 def _refusal(
-    evidence: Evidence, reason: IdentityReason, detail: str, remedy: str
+    evidence: Evidence, reason: str, detail: str, remedy: str, alone: ServedIdentityDecision | None
 ) -> ServedIdentityRefused:
+    """A refusal before any name is read: the gate's, or ``log_not_joined``."""
+    del alone  # such a refusal carries no names
     return _mint_refused(
         subject=evidence.subject,
-        reason=reason,
+        reason=IdentityReason(reason),
         detail=detail,
         remedy=remedy,
         names=(),

@@ -23,7 +23,6 @@ from typing import TypeAlias, final
 
 import attrs
 
-from vllm_evidence._bounds import MAX_WORLD_SIZE
 from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.adapters.startup_log import Launch, RankObservation
 from vllm_evidence.decisions._common import (
@@ -32,9 +31,14 @@ from vllm_evidence.decisions._common import (
     rank_ranges,
     refusal_summary,
     scope,
-    serving_gate,
+    serving_decision,
 )
-from vllm_evidence.decisions.log_join import log_not_joined
+from vllm_evidence.decisions._parallel_configuration import (
+    ResolvedParallel,
+    layout_sizes,
+    resolve_from_http,
+    resolve_from_log,
+)
 from vllm_evidence.readback.evidence import Evidence, Source, Subject, log_source, parsed
 from vllm_evidence.upstream import (
     Law,
@@ -71,60 +75,6 @@ class ParallelReason(enum.Enum):
     WORLD_SIZE_MISMATCH = "world_size_mismatch"
     RANKS_UNATTRIBUTED = "ranks_unattributed"
     RANKS_MISSING = "ranks_missing"
-
-
-@final
-@attrs.frozen(init=False, repr=False)
-class ResolvedParallel(Sealed):
-    """Resolved parallel sizes from one source (stage 1)."""
-
-    __public_constructor__ = "vllm_evidence.decisions.decide_parallel()"
-
-    tensor_parallel_size: int
-    pipeline_parallel_size: int
-    data_parallel_size: int
-    prefill_context_parallel_size: int
-    source: Source
-    data_parallel_note: str | None
-    """How the DP size was read when the source does not print it (else ``None``)."""
-
-    @property
-    def ranks_per_engine(self) -> int:
-        """TP × PP × PCP: the world size of one DP engine."""
-        return (
-            self.tensor_parallel_size
-            * self.pipeline_parallel_size
-            * self.prefill_context_parallel_size
-        )
-
-    @property
-    def world_size(self) -> int:
-        """TP × PP × PCP × DP: the world the workers join (``world_size_across_dp``)."""
-        return self.ranks_per_engine * self.data_parallel_size
-
-    def expected_ranks(self) -> tuple[int, ...]:
-        """Every global rank that must be present: ``0 .. TP×PP×PCP×DP - 1``.
-
-        vLLM numbers a worker of DP engine ``d`` as ``d × (TP×PP×PCP) + local rank``
-        and logs that global rank with ``world_size_across_dp``
-        (``distributed/parallel_state.py::init_distributed_environment``, v0.32.0
-        L1840-1912).
-        """
-        return tuple(range(self.world_size))
-
-    def _repr_summary(self) -> str:
-        return f"{self._sizes_summary()}, from {self.source.where}"
-
-    def _sizes_summary(self) -> str:
-        """``TP=2 PP=1 DP=1`` (``PCP=…`` too, when it is not 1)."""
-        pcp = self.prefill_context_parallel_size
-        return (
-            f"TP={self.tensor_parallel_size} PP={self.pipeline_parallel_size} "
-            f"DP={self.data_parallel_size}" + (f" PCP={pcp}" if pcp != 1 else "")
-        )
-
-
-_mint_resolved = minter(ResolvedParallel, ResolvedParallel.__attrs_init__)
 
 
 @final
@@ -215,97 +165,6 @@ _mint_established = minter(ParallelEstablished, ParallelEstablished.__attrs_init
 _mint_refused = minter(ParallelRefused, ParallelRefused.__attrs_init__)
 
 
-def _from_log(launch: Launch) -> ResolvedParallel | str | None:
-    """Stage 1 from the launch's engine-init line; a reason string when incomplete."""
-    config = launch.engine_config
-    if config is None:
-        return None
-    tp, pp = config.tensor_parallel_size, config.pipeline_parallel_size
-    if tp is None or pp is None:
-        return f"the engine-init line (line {config.line}) does not print TP and PP sizes"
-    dp = config.data_parallel_size
-    note = None
-    if dp is None:
-        args = launch.non_default_args[0] if launch.non_default_args else None
-        if args is None:
-            return (
-                f"the engine-init line (line {config.line}) does not print "
-                "data_parallel_size and the launch has no non-default args line"
-            )
-        if args.data_parallel_size is not None:
-            dp = args.data_parallel_size
-            note = f"data_parallel_size from the non-default args (line {args.line})"
-        else:
-            dp = 1
-            note = (
-                f"data_parallel_size absent from the non-default args (line {args.line}): "
-                "the default, 1"
-            )
-    pcp = config.prefill_context_parallel_size or 1
-    too_large = _beyond_bounds(tp, pp, pcp, dp, f"the engine-init line (line {config.line})")
-    if too_large is not None:
-        return too_large
-    return _mint_resolved(
-        tensor_parallel_size=tp,
-        pipeline_parallel_size=pp,
-        data_parallel_size=dp,
-        prefill_context_parallel_size=pcp,
-        source=log_source(launch, config.line, config.process),
-        data_parallel_note=note,
-    )
-
-
-def _beyond_bounds(tp: int, pp: int, pcp: int, dp: int, where: str) -> str | None:
-    """Why sizes that multiply past :data:`MAX_WORLD_SIZE` ranks are not resolved.
-
-    The expected ranks are derived from these sizes; a world larger than any deployment
-    is refused here, before anything is built from it.
-    """
-    world = tp * pp * pcp * dp
-    if world <= MAX_WORLD_SIZE:
-        return None
-    return (
-        f"{where} gives TP×PP×PCP×DP = {world:,} ranks, more than any deployment this "
-        f"package reads (at most {MAX_WORLD_SIZE:,})"
-    )
-
-
-def _from_http(evidence: Evidence) -> ResolvedParallel | str | None:
-    """Stage 1 from a parsed ``/server_info``; a reason string when incomplete."""
-    info = evidence.server_info()
-    if info is None:
-        return None
-    observed, source = info
-    p = observed.parallel
-    if p.tensor_parallel_size is None or p.pipeline_parallel_size is None:
-        return f"{source} does not carry TP and PP sizes"
-    if p.data_parallel_size is None:
-        return f"{source} does not carry data_parallel_size (the text form before 0.10.2)"
-    pcp = p.prefill_context_parallel_size or 1
-    too_large = _beyond_bounds(
-        p.tensor_parallel_size, p.pipeline_parallel_size, pcp, p.data_parallel_size, str(source)
-    )
-    if too_large is not None:
-        return too_large
-    return _mint_resolved(
-        tensor_parallel_size=p.tensor_parallel_size,
-        pipeline_parallel_size=p.pipeline_parallel_size,
-        data_parallel_size=p.data_parallel_size,
-        prefill_context_parallel_size=pcp,
-        source=source,
-        data_parallel_note=None,
-    )
-
-
-def _sizes(c: ResolvedParallel) -> tuple[int, int, int, int]:
-    return (
-        c.tensor_parallel_size,
-        c.pipeline_parallel_size,
-        c.data_parallel_size,
-        c.prefill_context_parallel_size,
-    )
-
-
 def _population(
     launch: Launch, configuration: ResolvedParallel
 ) -> tuple[ParallelReason, str, tuple[PresentRank, ...], tuple[int, ...]]:
@@ -369,40 +228,18 @@ def _population(
 def decide_parallel(evidence: Evidence) -> ParallelDecision:
     """Whether the resolved parallel layout is realized with every rank present: of the
     serving process with a front door, of the log's launch without one."""
-    gate = serving_gate(evidence)
-    if gate is not None:
-        reason, detail, remedy = gate
-        return _refusal(evidence, ParallelReason(reason), detail, remedy)
-    unjoined = log_not_joined(evidence)
-    if unjoined is None:
-        return _decide(evidence)
-    alone = _decide(evidence.without_log())
-    if isinstance(alone, ParallelEstablished):
-        return alone
-    full = _decide(evidence)
-    if type(full) is type(alone) and full.reason is alone.reason:
-        return alone
-    return _refusal(
-        evidence,
-        ParallelReason.LOG_NOT_JOINED,
-        f"the startup log is not joined to this front door ({unjoined.reason.value}: "
-        f"{unjoined.detail}); the front door alone: {alone.detail}",
-        unjoined.remedy,
-        product=alone.world_size_product,
-    )
+    return serving_decision(evidence, _decide, ParallelEstablished, _refusal)
 
 
 def _refusal(
-    evidence: Evidence,
-    reason: ParallelReason,
-    detail: str,
-    remedy: str,
-    *,
-    product: int | None = None,
+    evidence: Evidence, reason: str, detail: str, remedy: str, alone: ParallelDecision | None
 ) -> ParallelRefused:
+    """A refusal before any configuration is resolved: the gate's, or ``log_not_joined``
+    (which keeps the front door's own ``/get_world_size`` product)."""
+    product = alone.world_size_product if isinstance(alone, ParallelRefused) else None
     return _mint_refused(
         subject=evidence.subject,
-        reason=reason,
+        reason=ParallelReason(reason),
         detail=detail,
         remedy=remedy,
         configuration=None,
@@ -444,8 +281,8 @@ def _decide(evidence: Evidence) -> ParallelDecision:
         )
 
     launch = evidence.launch
-    from_log = _from_log(launch) if launch is not None else None
-    from_http = _from_http(evidence)
+    from_log = resolve_from_log(launch) if launch is not None else None
+    from_http = resolve_from_http(evidence)
     candidates = [c for c in (from_log, from_http) if isinstance(c, ResolvedParallel)]
     if not candidates:
         why = [c for c in (from_log, from_http) if isinstance(c, str)]
@@ -502,12 +339,12 @@ def _decide(evidence: Evidence) -> ParallelDecision:
                 configuration=configuration,
                 law=law,
             )
-    if len(candidates) == 2 and _sizes(candidates[0]) != _sizes(candidates[1]):
+    if len(candidates) == 2 and layout_sizes(candidates[0]) != layout_sizes(candidates[1]):
         a, b = candidates
         return refuse(
             ParallelReason.CONFIGURATION_CONFLICT,
-            f"{a.source} gives (TP, PP, DP, PCP) {_sizes(a)} but {b.source} gives {_sizes(b)}: "
-            "the log and the front door describe different servers or launches",
+            f"{a.source} gives (TP, PP, DP, PCP) {layout_sizes(a)} but {b.source} gives "
+            f"{layout_sizes(b)}: the log and the front door describe different servers or launches",
             "give the startup log of the serving launch",
         )
     if product is not None and product not in {

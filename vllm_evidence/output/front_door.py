@@ -22,7 +22,7 @@ from vllm_evidence.adapters.outcome import Outcome, Parsed
 from vllm_evidence.adapters.server_info import ServerInfo
 from vllm_evidence.adapters.version import SelfReportedVersion
 from vllm_evidence.adapters.world_size import WorldSizeProduct
-from vllm_evidence.capture.batch import Exchange
+from vllm_evidence.capture.batch import Exchange, Provenance
 from vllm_evidence.decisions.join import FrontDoorJoinDecision, JoinedIncarnation
 from vllm_evidence.readback import CapturedReadback, HistoricalBundle
 
@@ -184,12 +184,26 @@ def _join_section_json(join: FrontDoorJoinDecision) -> dict[str, Any]:
     return {"established": False, "reason": join.reason.value, "detail": join.detail}
 
 
+def _provenance_json(provenance: Provenance | None) -> dict[str, Any] | None:
+    if provenance is None:
+        return None
+    return {
+        "directory": provenance.directory,
+        "kind": provenance.kind.value,
+        "manifest_sha256": provenance.canonical_sha256,
+        "key_id": provenance.key_id,
+        "description": provenance.describe(),
+    }
+
+
 def _source_json(readback: CapturedReadback | HistoricalBundle) -> dict[str, Any]:
     if isinstance(readback, CapturedReadback):
         return {
             "kind": "captured",
             "batch_id": readback.batch.batch_id,
             "target": readback.batch.target,
+            "origin": readback.batch.origin.value,
+            "provenance": _provenance_json(readback.batch.provenance),
             "requests": [converter.unstructure(e) for e in readback.batch.all_exchanges()],
         }
     return {"kind": "historical"}

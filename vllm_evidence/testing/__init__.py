@@ -17,6 +17,10 @@ Exercise orchestration code against vLLM evidence without a GPU or a server::
         assert not my_router_admits(assessment)
         assert forbidden_requests(door.requests) == []   # only GETs to front-door routes
 
+* **Servers for policy tests**: :func:`servers` (a front door's batch with its own
+  launch's log and receipt; knobs for release, TP, PP, DP, missing ranks, backend, a
+  restart), :func:`mixed_builds` (a front door with another launch's log and receipt)
+  and :func:`launches` (one launch's log with the same knobs); no socket is opened.
 * **Strategies** (:mod:`vllm_evidence.testing.strategies`): wire bodies per vLLM release
   (:func:`metrics_bodies`, :func:`models_bodies`, :func:`version_bodies`,
   :func:`server_info_texts`, :func:`server_info_jsons`, :func:`startup_logs` and
@@ -36,11 +40,17 @@ Exercise orchestration code against vLLM evidence without a GPU or a server::
 Importing this package or :mod:`vllm_evidence.testing.stub` needs only the package's
 own dependencies; the strategies need hypothesis (the ``test`` extra).
 
+* **Recorded real servers** that ship with the package: :func:`real_scenarios` lists
+  them (``"vllm-0.32.0-cpu/tp2-devmode"``, …), :func:`real_scenario` opens one
+  (:class:`RealScenario`: capture directory, startup log, launch receipt).
 * **pytest plugin** (loaded through the ``pytest11`` entry point): the
   ``vllm_front_door`` fixture is a factory, ``vllm_front_door(directory=None, *,
-  faults=…, api_key=…, restart_after_metrics_reads=…)``, that starts a stub for the test
-  (by default replaying a recorded vLLM 0.32.0 server; a :class:`CaptureDirectory` is
-  written to the test's temporary directory) and stops it after the test.
+  faults=…, api_key=…, restart_after_metrics_reads=…, metrics_sequence=…)``, that starts
+  a stub for the test (by default replaying a recorded vLLM 0.32.0 server; a
+  :class:`CaptureDirectory` is written to the test's temporary directory) and stops it
+  after the test; ``vllm_front_door.replay(name)`` replays a recorded real server with
+  its ``startup_log`` and ``receipt`` (:class:`ReplayedFrontDoor`).  See
+  ``docs/testing.md``.
 """
 
 from __future__ import annotations
@@ -52,25 +62,35 @@ if TYPE_CHECKING:
     from vllm_evidence.testing._capture import (
         CaptureDirectory,
     )
+    from vllm_evidence.testing.scenarios import (
+        RealScenario,
+        ReplayedFrontDoor,
+        real_scenario,
+        real_scenarios,
+    )
     from vllm_evidence.testing.strategies import (
         CACHE_CONFIG_LABELS,
         RELEASES,
         GeneratedCapacity,
         GeneratedLaunch,
         GeneratedLog,
+        GeneratedServer,
         assessments,
         capture_batches,
         capture_directories,
         captured_readbacks,
         historical_bundles,
+        launches,
         metrics_bodies,
         metrics_observations,
+        mixed_builds,
         models_bodies,
         read_startup_logs,
         served_models,
         server_info_jsons,
         server_info_texts,
         server_infos,
+        servers,
         startup_log_examples,
         startup_logs,
         version_bodies,
@@ -98,6 +118,9 @@ __all__ = [
     "GeneratedCapacity",
     "GeneratedLaunch",
     "GeneratedLog",
+    "GeneratedServer",
+    "RealScenario",
+    "ReplayedFrontDoor",
     "StubFrontDoor",
     "StubRequest",
     "assessments",
@@ -106,16 +129,21 @@ __all__ = [
     "captured_readbacks",
     "forbidden_requests",
     "historical_bundles",
+    "launches",
     "metrics_bodies",
     "metrics_observations",
+    "mixed_builds",
     "models_bodies",
     "observe_requests",
     "read_startup_logs",
+    "real_scenario",
+    "real_scenarios",
     "serve_capture",
     "served_models",
     "server_info_jsons",
     "server_info_texts",
     "server_infos",
+    "servers",
     "startup_log_examples",
     "startup_logs",
     "version_bodies",
@@ -128,12 +156,15 @@ _LAZY: dict[str, str] = {
     "CACHE_CONFIG_LABELS": "vllm_evidence.testing.strategies",
     "GARBAGE_BODY": "vllm_evidence.testing.stub",
     "RELEASES": "vllm_evidence.testing.strategies",
+    "RealScenario": "vllm_evidence.testing.scenarios",
+    "ReplayedFrontDoor": "vllm_evidence.testing.scenarios",
     "CaptureDirectory": "vllm_evidence.testing._capture",
     "Fault": "vllm_evidence.testing.stub",
     "FrontDoorFactory": "vllm_evidence.testing.stub",
     "GeneratedCapacity": "vllm_evidence.testing.strategies",
     "GeneratedLaunch": "vllm_evidence.testing.strategies",
     "GeneratedLog": "vllm_evidence.testing.strategies",
+    "GeneratedServer": "vllm_evidence.testing.strategies",
     "StubFrontDoor": "vllm_evidence.testing.stub",
     "StubRequest": "vllm_evidence.testing.stub",
     "assessments": "vllm_evidence.testing.strategies",
@@ -142,16 +173,21 @@ _LAZY: dict[str, str] = {
     "captured_readbacks": "vllm_evidence.testing.strategies",
     "forbidden_requests": "vllm_evidence.testing.stub",
     "historical_bundles": "vllm_evidence.testing.strategies",
+    "launches": "vllm_evidence.testing.strategies",
     "metrics_bodies": "vllm_evidence.testing.strategies",
     "metrics_observations": "vllm_evidence.testing.strategies",
+    "mixed_builds": "vllm_evidence.testing.strategies",
     "models_bodies": "vllm_evidence.testing.strategies",
     "observe_requests": "vllm_evidence.testing.stub",
     "read_startup_logs": "vllm_evidence.testing.strategies",
+    "real_scenario": "vllm_evidence.testing.scenarios",
+    "real_scenarios": "vllm_evidence.testing.scenarios",
     "serve_capture": "vllm_evidence.testing.stub",
     "served_models": "vllm_evidence.testing.strategies",
     "server_info_jsons": "vllm_evidence.testing.strategies",
     "server_info_texts": "vllm_evidence.testing.strategies",
     "server_infos": "vllm_evidence.testing.strategies",
+    "servers": "vllm_evidence.testing.strategies",
     "startup_log_examples": "vllm_evidence.testing.strategies",
     "startup_logs": "vllm_evidence.testing.strategies",
     "version_bodies": "vllm_evidence.testing.strategies",

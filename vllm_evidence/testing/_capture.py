@@ -8,9 +8,17 @@ from typing import final
 
 import attrs
 
+from vllm_evidence.capture.batch import CaptureBatch
+from vllm_evidence.capture.generated import _answered_batch
 from vllm_evidence.upstream.routes import Route
 
 __all__ = ["CaptureDirectory"]
+
+#: Where a batch built in-process says it was read (nothing listens; nothing is sent).
+GENERATED_TARGET = "http://127.0.0.1:8000"
+
+_JSON = (("content-type", "application/json"),)
+_TEXT = (("content-type", "text/plain; version=1.0.0; charset=utf-8"),)
 
 
 @final
@@ -45,3 +53,30 @@ class CaptureDirectory:
         if self.startup_log is not None:
             (path / "startup.log").write_bytes(self.startup_log)
         return path
+
+
+def _generated_batch(
+    capture: CaptureDirectory,
+    *,
+    closing_metrics: bytes | None = None,
+    development_routes: bool = True,
+) -> CaptureBatch:
+    """The batch a probe of ``capture`` served by the stub reads, built in-process (no
+    socket): each route's body with its status and the content type :meth:`write`
+    records, a route without a body 404, ``closing_metrics`` for the closing bracket
+    when it differs (a restart)."""
+    answers = {
+        route: (
+            capture.statuses.get(route, 200),
+            _TEXT if route is Route.METRICS else _JSON,
+            body,
+        )
+        for route, body in capture.bodies.items()
+    }
+    closing = None if closing_metrics is None else (200, _TEXT, closing_metrics)
+    return _answered_batch(
+        GENERATED_TARGET,
+        answers,
+        closing_metrics=closing,
+        development_routes=development_routes,
+    )

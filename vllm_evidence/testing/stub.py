@@ -39,6 +39,7 @@ from vllm_evidence.upstream.routes import PROBE_ROUTES, Route
 
 if TYPE_CHECKING:
     from vllm_evidence.testing._capture import CaptureDirectory
+    from vllm_evidence.testing.scenarios import ReplayedFrontDoor
 
 __all__ = [
     "ALLOWED_TARGETS",
@@ -370,6 +371,9 @@ class StubFrontDoor:
 class FrontDoorFactory(Protocol):
     """The type of the ``vllm_front_door`` fixture (for annotating a test's argument)."""
 
+    scenarios: tuple[str, ...]
+    """The recorded real servers :meth:`replay` knows."""
+
     def __call__(
         self,
         directory: str | Path | CaptureDirectory | None = None,
@@ -377,7 +381,17 @@ class FrontDoorFactory(Protocol):
         faults: Mapping[Route, Fault] | None = None,
         api_key: str | None = None,
         restart_after_metrics_reads: int | None = None,
+        metrics_sequence: Sequence[bytes] = (),
     ) -> StubFrontDoor: ...
+
+    def replay(
+        self,
+        name: str = ...,
+        *,
+        faults: Mapping[Route, Fault] | None = None,
+        restart_after_metrics_reads: int | None = None,
+        metrics_sequence: Sequence[bytes] = (),
+    ) -> ReplayedFrontDoor: ...
 
 
 @contextmanager

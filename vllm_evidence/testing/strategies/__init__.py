@@ -15,8 +15,12 @@ Every public name is importable from here; they live in:
 * :mod:`.logs`: startup logs of each release, with the figures they printed;
 * :mod:`.captures`: whole captures drawn as one consistent launch, and the sealed
   types built from them (bundles, readbacks, batches, assessments, parsed bodies);
-* :mod:`.launches`: witnessed launches — a log, its process's front door and the launch
-  receipt that joins them;
+* :mod:`.launches`: one launch's log with knobs (:func:`launches`: release, TP, PP, DP,
+  missing ranks, executor backend), and witnessed launches — a log, its process's front
+  door and the launch receipt that joins them;
+* :mod:`.servers`: whole servers for admission-policy tests — :func:`servers` (a front
+  door's batch with its own log and receipt, one launch) and :func:`mixed_builds` (a
+  front door with another launch's log and receipt), built without sockets;
 * :mod:`._common`: :data:`RELEASES`, :data:`CACHE_CONFIG_LABELS`, and what the
   others share.
 
@@ -47,7 +51,12 @@ from vllm_evidence.testing.strategies.captures import (
     served_models,
     server_infos,
 )
-from vllm_evidence.testing.strategies.launches import WitnessedLaunch, witnessed_launches
+from vllm_evidence.testing.strategies.launches import (
+    BACKENDS,
+    WitnessedLaunch,
+    launches,
+    witnessed_launches,
+)
 from vllm_evidence.testing.strategies.logs import (
     GeneratedCapacity,
     GeneratedLaunch,
@@ -56,28 +65,34 @@ from vllm_evidence.testing.strategies.logs import (
     startup_log_examples,
     startup_logs,
 )
+from vllm_evidence.testing.strategies.servers import GeneratedServer, mixed_builds, servers
 
 __all__ = [
+    "BACKENDS",
     "CACHE_CONFIG_LABELS",
     "RELEASES",
     "CaptureDirectory",
     "GeneratedCapacity",
     "GeneratedLaunch",
     "GeneratedLog",
+    "GeneratedServer",
     "WitnessedLaunch",
     "assessments",
     "capture_batches",
     "capture_directories",
     "captured_readbacks",
     "historical_bundles",
+    "launches",
     "metrics_bodies",
     "metrics_observations",
+    "mixed_builds",
     "models_bodies",
     "read_startup_logs",
     "served_models",
     "server_info_jsons",
     "server_info_texts",
     "server_infos",
+    "servers",
     "startup_log_examples",
     "startup_logs",
     "version_bodies",

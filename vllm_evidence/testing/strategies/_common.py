@@ -88,11 +88,18 @@ def _check_range(name: str, low: int, high: int, floor: int = 0) -> None:
 # Small pieces.
 
 _NAME_ALPHABET = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_."
+
+
 # "None" (and "True"/"False") print like Python's constants in vLLM's repr-like config
 # lines, where no reader can tell the name from the value: vLLM users cannot either.
-_names = st.text(_NAME_ALPHABET, min_size=1, max_size=16).filter(
-    lambda s: s[0].isalnum() and s not in {"None", "True", "False"}
-)
+# Mapped, not filtered (a filter here rejected about 5% of whole draws), and one draw: a
+# first character that is not alphanumeric becomes "a"; the three constants get a suffix.
+def _name(text: str) -> str:
+    name = text if text[0].isalnum() else "a" + text[1:]
+    return name + "x" if name in {"None", "True", "False"} else name
+
+
+_names = st.text(_NAME_ALPHABET, min_size=1, max_size=16).map(_name)
 
 
 @st.composite

@@ -4,9 +4,10 @@
   optionally, its startup log; every body describes one launch (:class:`~._common._Server`).
 * The sealed evidence types, built only through the package's public functions:
   :func:`historical_bundles` (``historical_bundle`` of a capture's bodies),
-  :func:`captured_readbacks` and :func:`capture_batches` (a real ``probe_sync`` of the
-  stub front door serving a capture), :func:`assessments` (``assess``), and the parsed
-  bodies :func:`metrics_observations`, :func:`served_models`, :func:`server_infos`.
+  :func:`captured_readbacks` and :func:`capture_batches` (the batch a probe of the stub
+  serving a capture reads, built in-process without a socket), :func:`assessments`
+  (``assess``), and the parsed bodies :func:`metrics_observations`,
+  :func:`served_models`, :func:`server_infos`.
 
 Which routes a launch answers, and with what status, is decided in
 :func:`_capture_directory`: a route a new release adds (or stops registering) is gated
@@ -18,7 +19,6 @@ This module imports hypothesis but never pytest.
 
 from __future__ import annotations
 
-import tempfile
 from types import MappingProxyType
 from typing import TypeVar
 
@@ -40,14 +40,13 @@ from vllm_evidence.adapters.server_info import (
 from vllm_evidence.adapters.startup_log import StartupLog
 from vllm_evidence.assessment import Assessment, assess
 from vllm_evidence.capture.batch import CaptureBatch
-from vllm_evidence.capture.http import probe_sync
 from vllm_evidence.readback import (
     CapturedReadback,
     HistoricalBundle,
     historical_bundle,
     readback_from_batch,
 )
-from vllm_evidence.testing._capture import CaptureDirectory
+from vllm_evidence.testing._capture import CaptureDirectory, _generated_batch
 from vllm_evidence.testing.strategies._common import _at_least, _release, _servers
 from vllm_evidence.testing.strategies.bodies import (
     _HEALTH_BODY,
@@ -65,7 +64,6 @@ from vllm_evidence.testing.strategies.bodies import (
     version_bodies,
 )
 from vllm_evidence.testing.strategies.logs import read_startup_logs, startup_logs
-from vllm_evidence.testing.stub import serve_capture
 from vllm_evidence.upstream.routes import Route
 
 T = TypeVar("T")
@@ -159,32 +157,27 @@ def historical_bundles(
     return source.map(lambda c: historical_bundle(c.bodies, statuses=c.statuses))
 
 
-def _probe_directory(capture: CaptureDirectory) -> CapturedReadback:
-    with (
-        tempfile.TemporaryDirectory(prefix="vllm-evidence-capture-") as tmp,
-        serve_capture(capture.write(tmp)) as door,
-    ):
-        batch = probe_sync(door.url, timeout=5.0, deadline=10.0)
-    return readback_from_batch(batch)
-
-
 def captured_readbacks(
     *, directories: SearchStrategy[CaptureDirectory] | None = None
 ) -> SearchStrategy[CapturedReadback]:
-    """:class:`CapturedReadback` values from real probes of the stub front door.
+    """:class:`CapturedReadback` values: what a probe (development routes included) of
+    the stub front door serving each capture directory reads.
 
-    Each draw serves a capture directory on 127.0.0.1 and probes it with ``probe_sync``
-    (GET only), so each example costs a few tens of milliseconds.
+    The batch is built in-process through the probe's own sealed path minus the
+    transport (no socket, no thread; :mod:`vllm_evidence.capture.generated`), so a draw
+    costs what its bodies cost to draw and parse; a test that needs a real socket serves
+    the directory with the ``vllm_front_door`` fixture or ``serve_capture``.
     """
     source = capture_directories() if directories is None else directories
-    return source.map(_probe_directory)
+    return source.map(lambda c: readback_from_batch(_generated_batch(c)))
 
 
 def capture_batches(
     *, directories: SearchStrategy[CaptureDirectory] | None = None
 ) -> SearchStrategy[CaptureBatch]:
-    """The :class:`CaptureBatch` of :func:`captured_readbacks` (a real probe's batch)."""
-    return captured_readbacks(directories=directories).map(lambda r: r.batch)
+    """The :class:`CaptureBatch` of :func:`captured_readbacks` (built without a socket)."""
+    source = capture_directories() if directories is None else directories
+    return source.map(_generated_batch)
 
 
 def assessments(

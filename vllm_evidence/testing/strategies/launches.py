@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from types import MappingProxyType
-from typing import final
+from typing import Final, final
 
 import attrs
 from hypothesis import strategies as st
@@ -28,13 +29,144 @@ from vllm_evidence.adapters.receipt import RECEIPT_SCHEMA, ReceiptRecord
 from vllm_evidence.capture.process import go_float
 from vllm_evidence.launch import receipt_document
 from vllm_evidence.testing._capture import CaptureDirectory
-from vllm_evidence.testing.strategies.logs import GeneratedLog, startup_log_examples
+from vllm_evidence.testing.strategies._common import RELEASES, _at_least
+from vllm_evidence.testing.strategies.logs import (
+    GeneratedLog,
+    _Knobs,
+    _log,
+    startup_log_examples,
+)
 from vllm_evidence.upstream.routes import Route
 
-__all__ = ["WitnessedLaunch", "witnessed_launches"]
+__all__ = ["BACKENDS", "WitnessedLaunch", "launches", "witnessed_launches"]
+
+#: The executor backends the ``backend`` knob prints (``uni`` runs one worker).
+BACKENDS: Final[tuple[str, ...]] = ("mp", "ray", "uni")
+
+#: The sizes a knob left open is drawn from, smallest first (shrinking goes to 1).
+_TP_CHOICES: Final = (1, 2, 4, 8)
+_PP_CHOICES: Final = (1, 2)
+_DP_CHOICES: Final = (1, 2)
+
+
+@attrs.frozen
+class _Plan:
+    """The knobs checked against each other: what is fixed, what is left to draw."""
+
+    releases: tuple[str, ...]
+    worlds: tuple[tuple[int, int], ...]
+    """The ``(TP, PP)`` pairs allowed."""
+    dps: tuple[int, ...]
+    missing: tuple[int, ...]
+    backend: str | None
+
+    def knobs(self) -> _Knobs:
+        worlds, dps = self.worlds, self.dps
+
+        def sizes(release: str) -> SearchStrategy[tuple[int, int, int]]:
+            allowed = dps if _at_least(release, "0.10.2") else (1,)
+            return st.tuples(st.sampled_from(worlds), st.sampled_from(allowed)).map(
+                lambda w: (w[0][0], w[0][1], w[1])
+            )
+
+        return _Knobs(sizes=sizes, missing=self.missing, backend=self.backend)
+
+    def release_strategy(self) -> SearchStrategy[str]:
+        return st.sampled_from(self.releases)
+
+
+def _sizes_allowed(name: str, value: int | None, choices: tuple[int, ...]) -> tuple[int, ...]:
+    if value is None:
+        return choices
+    if type(value) is not int or value < 1:
+        msg = f"{name} must be a positive int or None, not {value!r}"
+        raise ValueError(msg)
+    return (value,)
+
+
+def _plan(
+    *,
+    release: str | None,
+    tensor_parallel_size: int | None,
+    pipeline_parallel_size: int | None,
+    data_parallel_size: int | None,
+    missing_ranks: Iterable[int],
+    backend: str | None,
+) -> _Plan:
+    """Check the knobs and turn them into choices: a combination no launch can have is a
+    ``ValueError`` here, never an ``assume`` in a draw."""
+    if release is not None and release not in RELEASES:
+        msg = f"release must be one of {', '.join(RELEASES)}, not {release!r}"
+        raise ValueError(msg)
+    releases = RELEASES if release is None else (release,)
+    given = tuple(missing_ranks)
+    if any(type(r) is not int or r < 0 for r in given):
+        msg = f"missing_ranks must be non-negative ints, not {given!r}"
+        raise ValueError(msg)
+    missing = tuple(sorted(set(given)))
+    if backend is not None and backend not in BACKENDS:
+        msg = f"backend must be one of {', '.join(BACKENDS)} or None, not {backend!r}"
+        raise ValueError(msg)
+    tps = _sizes_allowed("tensor_parallel_size", tensor_parallel_size, _TP_CHOICES)
+    pps = _sizes_allowed("pipeline_parallel_size", pipeline_parallel_size, _PP_CHOICES)
+    dps = _sizes_allowed("data_parallel_size", data_parallel_size, _DP_CHOICES)
+    worlds = tuple((tp, pp) for tp in tps for pp in pps)
+    if backend == "uni":  # one worker in the engine's process
+        worlds = tuple(w for w in worlds if w == (1, 1))
+    if missing:
+        # Rank lines are printed from 0.10.2, with one DP engine; a missing rank is one of
+        # the world's, and at least one rank is left to have printed.
+        releases = tuple(r for r in releases if _at_least(r, "0.10.2"))
+        dps = tuple(d for d in dps if d == 1)
+        worlds = tuple(w for w in worlds if w[0] * w[1] > max(missing))
+        worlds = tuple(w for w in worlds if w[0] * w[1] > len(missing))
+    if any(d > 1 for d in dps) and data_parallel_size is not None:
+        releases = tuple(r for r in releases if _at_least(r, "0.10.2"))
+    if not (releases and worlds and dps):
+        msg = (
+            "no generated launch has these knobs together: missing ranks need a release "
+            "from 0.10.2, DP 1 and a TP×PP world larger than the highest missing rank with "
+            "a rank left; DP > 1 needs a release from 0.10.2; backend 'uni' runs TP=PP=1"
+        )
+        raise ValueError(msg)
+    return _Plan(releases=releases, worlds=worlds, dps=dps, missing=missing, backend=backend)
+
+
+def launches(
+    *,
+    release: str | None = None,
+    tensor_parallel_size: int | None = None,
+    pipeline_parallel_size: int | None = None,
+    data_parallel_size: int | None = None,
+    missing_ranks: Iterable[int] = (),
+    backend: str | None = None,
+) -> SearchStrategy[GeneratedLog]:
+    """One launch's startup log (a :class:`GeneratedLog` holding one launch), with knobs.
+
+    Every knob fixes what the log prints; ``None`` draws it (TP from 1, 2, 4, 8, PP 1 or
+    2, DP 1 or 2 — DP printed from 0.10.2 —, the release from :data:`RELEASES`).
+    ``missing_ranks`` drops those global ranks' worker lines (rank and memory lines): a
+    worker that never started.  ``backend`` (``"mp"``, ``"ray"``, ``"uni"``) prints the
+    resolved ``distributed_executor_backend`` on the engine-init line; ``None`` prints
+    none.  Knobs are choices, not filters: a combination no launch can have raises
+    ``ValueError`` when the strategy is made, and nothing is rejected in a draw.  The
+    launch's figures are in ``.launches[0]`` (:class:`GeneratedLaunch`).
+    """
+    plan = _plan(
+        release=release,
+        tensor_parallel_size=tensor_parallel_size,
+        pipeline_parallel_size=pipeline_parallel_size,
+        data_parallel_size=data_parallel_size,
+        missing_ranks=missing_ranks,
+        backend=backend,
+    )
+    return _log(None, 1, 1, plan.knobs(), plan.release_strategy())
+
 
 #: A boot time (``btime``) the start times are drawn after.
 _BOOT = 1_790_000_000.0
+#: The latest start drawn, in clock ticks (1/100 s) after boot.
+_MAX_TICKS = 10**9
 
 
 @final
@@ -43,11 +175,14 @@ class WitnessedLaunch:
     """One launch: its log, its process's front door, and its receipt."""
 
     log: GeneratedLog
+    """The launch's startup log (one launch)."""
     front_door: CaptureDirectory
     """``/version``, ``/metrics`` (with the start time) and ``/health`` 200 only."""
     start_time: str
     """``process_start_time_seconds`` as the front door prints it."""
     pid: int
+    """The launched process's pid, as the receipt records it (the log's APIServer pid
+    where the release prints one)."""
     receipt: bytes
     """The receipt's JSON (``vllm-evidence.launch-receipt/1``)."""
 
@@ -60,37 +195,58 @@ def _metrics(start: str) -> bytes:
     ).encode()
 
 
-@st.composite
-def _witnessed(draw: st.DrawFn, release: str | None) -> WitnessedLaunch:
-    log = draw(startup_log_examples(release=release, min_launches=1, max_launches=1))
-    launch = log.launches[0]
-    ticks = draw(st.integers(min_value=1, max_value=10**9))
-    start = go_float(ticks / 100.0 + _BOOT)
-    pid = launch.api_server_pid or draw(st.integers(min_value=2, max_value=4_194_304))
-    door = CaptureDirectory(
-        bodies=MappingProxyType(
-            {
-                Route.VERSION: json.dumps({"version": launch.release}).encode(),
-                Route.METRICS: _metrics(start),
-                Route.HEALTH: b"",
-            }
-        ),
-        statuses=MappingProxyType({}),
-        startup_log=log.text,
-    )
+def _start_time(ticks: int) -> str:
+    """``process_start_time_seconds`` of a process started ``ticks`` clock ticks after
+    boot, as the process collector prints it."""
+    return go_float(ticks / 100.0 + _BOOT)
+
+
+def _receipt(log: GeneratedLog, start: str, pid: int) -> bytes:
+    """The receipt ``vllm-evidence launch`` writes for the launch of ``log``."""
     record = ReceiptRecord(
         schema=RECEIPT_SCHEMA,
         pid=pid,
         process_start_time_seconds=start,
         start_time_unavailable=None,
-        argv=["vllm", "serve", launch.served_model_name],
+        argv=["vllm", "serve", log.launches[0].served_model_name],
         host="generated-host",
         log_path="startup.log",
         log_bytes=len(log.text),
         log_sha256=hashlib.sha256(log.text).hexdigest(),
     )
-    receipt = json.dumps(receipt_document(record)).encode()
+    return json.dumps(receipt_document(record)).encode()
+
+
+def _front_door_bodies(release: str, start: str) -> dict[Route, bytes]:
+    return {
+        Route.VERSION: json.dumps({"version": release}).encode(),
+        Route.METRICS: _metrics(start),
+        Route.HEALTH: b"",
+    }
+
+
+@st.composite
+def _witnessed_from(
+    draw: st.DrawFn, logs: SearchStrategy[GeneratedLog], ticks: SearchStrategy[int]
+) -> WitnessedLaunch:
+    log = draw(logs)
+    launch = log.launches[0]
+    start = _start_time(draw(ticks))
+    pid = launch.api_server_pid or draw(st.integers(min_value=2, max_value=4_194_304))
+    door = CaptureDirectory(
+        bodies=MappingProxyType(_front_door_bodies(launch.release, start)),
+        statuses=MappingProxyType({}),
+        startup_log=log.text,
+    )
+    receipt = _receipt(log, start, pid)
     return WitnessedLaunch(log=log, front_door=door, start_time=start, pid=pid, receipt=receipt)
+
+
+def _witnessed(release: str | None) -> SearchStrategy[WitnessedLaunch]:
+    return _witnessed_from(
+        startup_log_examples(release=release, min_launches=1, max_launches=1),
+        st.integers(min_value=1, max_value=_MAX_TICKS),
+    )
 
 
 def witnessed_launches(*, release: str | None = None) -> SearchStrategy[WitnessedLaunch]:

@@ -25,6 +25,8 @@ This module imports hypothesis but never pytest.
 from __future__ import annotations
 
 import io
+import random
+from collections.abc import Callable
 from typing import Final, final
 
 import attrs
@@ -63,9 +65,12 @@ class GeneratedCapacity:
     format: str
     """``"v0_blocks"``, ``"v1_two_line"`` or ``"v1_one_line"`` (the reader's format names)."""
     device: str
+    """The device the KV cache size line names (``"GPU"``, ``"CPU"``, ``"XPU"``)."""
     tokens: int | None
-    """``None`` for the V0 blocks format, which prints blocks, not tokens."""
+    """The KV cache size in tokens; ``None`` for the V0 blocks format, which prints
+    blocks, not tokens."""
     max_model_len: int
+    """The context length the concurrency line is for (``for N tokens per request``)."""
     concurrency: str
     """The concurrency exactly as printed (``"37.68"``)."""
 
@@ -73,24 +78,45 @@ class GeneratedCapacity:
 @final
 @attrs.frozen
 class GeneratedLaunch:
-    """One launch of a generated log, with the figures it printed."""
+    """One launch of a generated log, with the figures it printed.
+
+    Everything here is what the launch's lines print, so a test can compare what a
+    reader or a decision made of the log with what was generated.
+    """
 
     release: str
+    """The vLLM release whose formats the launch is printed in (one of :data:`RELEASES`)."""
     api_server_pid: int | None
-    """``None`` before process tags (0.6.6)."""
+    """The ``(APIServer pid=N)`` tag's pid; ``None`` before process tags (0.6.6)."""
     tensor_parallel_size: int
+    """TP as the engine-init line (and, from 0.10.2, the argument line) prints it."""
     pipeline_parallel_size: int
+    """PP, likewise."""
     data_parallel_size: int | None
     """``None`` where the engine-init line does not print it (before 0.10.2)."""
     served_model_name: str
+    """The one served model name the launch prints."""
     capacity: tuple[GeneratedCapacity, ...]
+    """Every capacity report printed, in order (one per DP engine, repeated per worker
+    where the release printed it per worker)."""
     available_memory: tuple[str, ...]
-    """Each worker's ``Available KV cache memory`` figure as printed."""
+    """Each started worker's ``Available KV cache memory`` figure as printed."""
     ranks: tuple[tuple[int, int], ...]
-    """``(rank, world_size)`` of each ``world_size=… rank=…`` line, in order."""
+    """``(rank, world_size)`` of each ``world_size=… rank=… local_rank=…`` worker line, in
+    rank order: the workers that printed their start-up line.  ``rank`` is the global
+    rank in the TP×PP world (``world_size`` = TP×PP).  Printed from 0.10.2 and only with
+    one DP engine: empty before 0.10.2 or with DP > 1 (the parallel decision then refuses
+    ``population_unobserved``).  A rank in :attr:`missing_ranks` is absent here; every
+    other rank of the world is present."""
     development_mode: bool | None
     """Whether the printed route table has the development routes; ``None`` when the
     launch printed no route table."""
+    missing_ranks: tuple[int, ...] = ()
+    """The ranks whose worker never printed its start-up lines (the ``missing_ranks``
+    knob), sorted."""
+    executor_backend: str | None = None
+    """The ``distributed_executor_backend`` the engine-init line prints (the ``backend``
+    knob); ``None`` when it prints none."""
 
 
 @final
@@ -99,7 +125,10 @@ class GeneratedLog:
     """A generated startup log and what it holds, launch by launch."""
 
     text: bytes
+    """The log file's bytes (UTF-8; LF or CRLF line ends; maybe a docker or compose
+    prefix on every line)."""
     launches: tuple[GeneratedLaunch, ...]
+    """Each launch the log records, in order (a restart appends one)."""
 
 
 # --------------------------------------------------------------------------------------
@@ -176,6 +205,8 @@ _BARE_NOISE = (
     "Capturing CUDA graphs: 10%|\u2588 | 1/10\rCapturing CUDA graphs: 100%|\u2588| 10/10",
     "[W1130 04:11:13.123456 ProcessGroupNCCL.cpp:4561] Warning: using the default backend.",
 )
+_NOISE_COUNTS = st.integers(0, 6)
+_SEEDS = st.integers(0, 2**32 - 1)
 _BANNER = (
     "\u2584\u2584 \u2584\u2588 \u2588     \u2588     \u2588 \u2580\u2584\u2580 \u2588  version "
 )
@@ -200,12 +231,42 @@ def _worker_tag(release: str, rank: int) -> str:
     return f"VllmWorker TP{rank}"
 
 
+@final
+@attrs.frozen
+class _Knobs:
+    """What a caller fixed about a generated launch (see :func:`~.launches.launches`).
+
+    ``sizes`` draws ``(TP, PP, DP)`` for a release; ``missing`` are the global ranks whose
+    worker never printed its start-up lines; ``backend`` is the executor backend the
+    engine-init line prints (``None``: the field is not printed).
+    """
+
+    sizes: Callable[[str], SearchStrategy[tuple[int, int, int]]]
+    missing: tuple[int, ...] = ()
+    backend: str | None = None
+
+
+def _default_sizes(release: str) -> SearchStrategy[tuple[int, int, int]]:
+    """TP 1, 2 or 4, PP 1 or 2, DP 1 or 2 (DP only from 0.10.2), mostly 1."""
+    dp = st.sampled_from([1, 1, 2]) if _at_least(release, "0.10.2") else st.just(1)
+    return st.tuples(st.sampled_from([1, 1, 2, 4]), st.sampled_from([1, 1, 2]), dp)
+
+
+_DEFAULT_KNOBS: Final = _Knobs(sizes=_default_sizes)
+
+
 @st.composite
-def _launch(draw: st.DrawFn, release: str, api_pid: int) -> tuple[GeneratedLaunch, list[str]]:
+def _launch(
+    draw: st.DrawFn, release: str, api_pid: int, knobs: _Knobs = _DEFAULT_KNOBS
+) -> tuple[GeneratedLaunch, list[str]]:
     v0 = release == "0.6.6.post1"
     ansi = release in ("0.10.2", "0.11.0") or (
         not v0 and not _at_least(release, "0.33.0") and draw(st.booleans())
     )
+
+    # Each source file's line number: one draw per launch (a launch's lines come from a
+    # handful of files), not one per line, which kept every draw ~20 choices longer.
+    salt = draw(st.integers(0, 2999))
 
     def rec(tag: str | None, pid: int, file: str, msg: str, level: str = "INFO") -> str:
         if v0:
@@ -213,11 +274,10 @@ def _launch(draw: st.DrawFn, release: str, api_pid: int) -> tuple[GeneratedLaunc
         t = f"({tag} pid={pid})"
         if ansi:
             t = f"\x1b[1;36m{t}\x1b[0;0m"
-        return f"{t} {level} {_DATE} [{file}:{draw(st.integers(1, 3000))}] {msg}"
+        number = (salt + sum(map(ord, file)) * 7) % 3000 + 1
+        return f"{t} {level} {_DATE} [{file}:{number}] {msg}"
 
-    tp = draw(st.sampled_from([1, 1, 2, 4]))
-    pp = draw(st.sampled_from([1, 1, 2]))
-    dp = draw(st.sampled_from([1, 1, 2])) if _at_least(release, "0.10.2") else 1
+    tp, pp, dp = draw(knobs.sizes(release))
     model = draw(_model_paths())
     served = draw(st.one_of(st.just(model), _names))
     max_len = draw(st.integers(1, 10**7))
@@ -237,8 +297,14 @@ def _launch(draw: st.DrawFn, release: str, api_pid: int) -> tuple[GeneratedLaunc
         lines.append(
             rec("APIServer", api_pid, "utils.py", "non-default args: {" + ", ".join(args) + "}")
         )
-    parallel = _Parallel(tp=tp, pp=pp, dp=dp, pcp=1, dcp=1, backend="mp")
+    parallel = _Parallel(tp=tp, pp=pp, dp=dp, pcp=1, dcp=1, backend=knobs.backend or "mp")
     config = _config_text(release, model, served, parallel, max_len)
+    if knobs.backend is not None:
+        # the resolved backend, as the engine-init line prints it where it does
+        config = config.replace(
+            f"pipeline_parallel_size={pp}, ",
+            f"pipeline_parallel_size={pp}, distributed_executor_backend={knobs.backend}, ",
+        )
     for i in range(dp):
         pid = api_pid + 1 + i
         head = "Initializing an LLM engine" if v0 else "Initializing a V1 LLM engine"
@@ -254,8 +320,11 @@ def _launch(draw: st.DrawFn, release: str, api_pid: int) -> tuple[GeneratedLaunc
     workers = tp * pp
     ranks: list[tuple[int, int]] = []
     memory: list[str] = []
+    # Rank lines are printed from 0.10.2 with one engine; a missing rank's worker never
+    # printed its start-up lines (neither its rank line nor its memory figure).
+    started = [r for r in range(workers) if r not in knobs.missing]
     if _at_least(release, "0.10.2") and dp == 1:
-        for r in range(workers):
+        for r in started:
             ranks.append((r, workers))
             lines.append(
                 rec(
@@ -266,9 +335,11 @@ def _launch(draw: st.DrawFn, release: str, api_pid: int) -> tuple[GeneratedLaunc
                     "distributed_init_method=tcp://127.0.0.1:29500 backend=nccl",
                 )
             )
-        for r in range(workers):
-            whole, cents = draw(st.integers(0, 80)), draw(st.integers(1, 99))
-            sign = draw(st.sampled_from(["", "", "-"]))
+        for r in started:
+            # -80.99 .. 80.99 GiB, never a whole number of GiB: one draw
+            signed = draw(st.integers(-(81 * 99 - 1), 81 * 99 - 1))
+            whole, cents = abs(signed) // 99, abs(signed) % 99 + 1
+            sign = "-" if signed < 0 else ""
             figure = (
                 f"{sign}{whole}.{cents:02d}"
                 if not _at_least(release, "0.20.0")
@@ -327,12 +398,17 @@ def _launch(draw: st.DrawFn, release: str, api_pid: int) -> tuple[GeneratedLaunc
             )
     # Noise anywhere after the launch's first line; a bare (prefix-less) line never
     # follows an engine-init line, the longest line (it would read as a hard wrap).
-    for at in sorted(draw(st.lists(st.integers(1, len(lines)), max_size=6)), reverse=True):
-        bare = draw(st.booleans()) and (at - 1) not in engine_lines
+    # How many noise lines is drawn (shrinking removes them); where they go and which
+    # they are comes from one drawn seed: two draws, not three per line.
+    count, seed = draw(_NOISE_COUNTS), draw(_SEEDS)
+    pick = random.Random(seed)  # noqa: S311  # cosmetic noise, reproducible from the draw
+    spots = sorted((pick.randint(1, len(lines)) for _ in range(count)), reverse=True)
+    for at in spots:
+        bare = pick.random() < 0.5 and (at - 1) not in engine_lines
         if bare:
-            noise = draw(st.sampled_from(_BARE_NOISE))
+            noise = pick.choice(_BARE_NOISE)
         else:
-            template = draw(st.sampled_from(_RECORD_NOISE))
+            template = pick.choice(_RECORD_NOISE)
             level, _, rest = template.partition(" {d} ")
             file, _, msg = rest.partition("] ")
             noise = rec("APIServer", api_pid, file.strip("[").split(":")[0], msg, level)
@@ -348,6 +424,8 @@ def _launch(draw: st.DrawFn, release: str, api_pid: int) -> tuple[GeneratedLaunc
         available_memory=tuple(memory),
         ranks=tuple(ranks),
         development_mode=development if routes_printed else None,
+        missing_ranks=tuple(sorted(knobs.missing)),
+        executor_backend=knobs.backend,
     )
     return launch, lines
 
@@ -381,14 +459,19 @@ _WRAPPERS = ("", "2025-09-03T02:11:14.123456789Z ", "vllm-1  | ", "vllm-server-1
 
 @st.composite
 def _log(
-    draw: st.DrawFn, release: str | None, min_launches: int, max_launches: int
+    draw: st.DrawFn,
+    release: str | None,
+    min_launches: int,
+    max_launches: int,
+    knobs: _Knobs = _DEFAULT_KNOBS,
+    releases: SearchStrategy[str] | None = None,
 ) -> GeneratedLog:
     count = draw(st.integers(min_launches, max_launches))
-    chosen = draw(_release(release))
+    chosen = draw(_release(release) if releases is None else releases)
     launches: list[GeneratedLaunch] = []
     lines: list[str] = []
     for i in range(count):
-        launch, text = draw(_launch(chosen, 100 * (i + 1) + draw(st.integers(0, 40))))
+        launch, text = draw(_launch(chosen, 100 * (i + 1) + draw(st.integers(0, 40)), knobs))
         launches.append(launch)
         lines.extend(text)
     wrapper = draw(st.sampled_from(_WRAPPERS))

@@ -1,0 +1,94 @@
+"""The engines a capacity source resolves but gives no figure for, as runs.
+
+``missing_ranges`` is what ``engines_missing`` names when the resolved DP size is past
+any real deployment: the engines ``0 .. size - 1`` without a figure, as ``"a"`` or
+``"a..b"`` runs computed from the engines that have one (never by listing ``size``
+engines).  Every expected run is written by hand.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests._evidence import KV_DP0, banner, engine_init, log, one_line_capacity
+from vllm_evidence import assess
+from vllm_evidence._bounds import MAX_WORLD_SIZE
+from vllm_evidence.decisions import CapacityReason, CapacityRefused
+from vllm_evidence.decisions._capacity_figures import missing_ranges
+
+
+@pytest.mark.parametrize(
+    ("size", "have", "runs"),
+    [
+        (0, set(), []),  # no engine resolved: nothing is missing
+        (1, set(), ["0"]),
+        (1, {"0"}, []),
+        (2, set(), ["0..1"]),  # a run of two is a range, not two singles
+        (5, set(), ["0..4"]),
+        (5, {"0"}, ["1..4"]),  # a gap at the start
+        (5, {"4"}, ["0..3"]),  # a gap at the end
+        (5, {"2"}, ["0..1", "3..4"]),
+        (5, {"1", "3"}, ["0", "2", "4"]),  # single engines between figures
+        (5, {"0", "1", "2", "3", "4"}, []),
+        (5, {"0", "4"}, ["1..3"]),
+        (5, {"3", "4"}, ["0..2"]),
+        (5, {"0", "1"}, ["2..4"]),
+    ],
+)
+def test_missing_engines_are_runs_of_the_gaps(size: int, have: set[str], runs: list[str]) -> None:
+    assert missing_ranges(size, have) == runs
+
+
+def test_a_figure_past_the_resolved_size_is_not_a_gap_boundary() -> None:
+    assert missing_ranges(5, {"7"}) == ["0..4"]
+    assert missing_ranges(5, {"5"}) == ["0..4"]
+    assert missing_ranges(5, {"2", "9"}) == ["0..1", "3..4"]
+
+
+def test_an_engine_name_that_is_not_a_small_decimal_is_not_a_figure() -> None:
+    # not a digit, a sign, a non-ASCII digit: none of them is engine 3
+    assert missing_ranges(5, {"x", "-3", "+3", "٣", ""}) == ["0..4"]
+    # "03" is engine 3 spelled with a zero (the set holds both spellings once each)
+    assert missing_ranges(5, {"03", "3"}) == ["0..2", "4"]
+
+
+def test_an_engine_number_of_nineteen_digits_or_more_is_not_read() -> None:
+    size = 10**19
+    eighteen = "999999999999999999"  # 18 digits: read
+    assert missing_ranges(size, {eighteen}) == [
+        "0..999999999999999998",
+        "1000000000000000000..9999999999999999999",
+    ]
+    nineteen = "1000000000000000000"  # 19 digits: never an engine of a real deployment
+    assert missing_ranges(size, {nineteen}) == ["0..9999999999999999999"]
+
+
+def test_runs_are_computed_without_listing_every_engine() -> None:
+    # A size no list of engine names could hold is answered from the two figures.
+    assert missing_ranges(10**18, {"0", "5"}) == ["1..4", "6..999999999999999999"]
+
+
+def test_engines_missing_past_the_world_bound_name_runs() -> None:
+    dp = MAX_WORLD_SIZE + 1
+    text = banner("0.32.0") + engine_init(tp=1, dp=dp) + one_line_capacity("4,096", KV_DP0)
+    decision = assess(None, log(text)).capacity
+    assert isinstance(decision, CapacityRefused)
+    assert decision.reason is CapacityReason.ENGINES_MISSING
+    # the size the source resolves, not the number of runs plus figures
+    assert decision.detail == (
+        "the same source resolves 65537 DP engines, but engine(s) 1..65536 have no capacity figure"
+    )
+
+
+def test_engines_missing_within_the_world_bound_name_each_engine() -> None:
+    text = (
+        banner("0.32.0")
+        + engine_init(tp=1, dp=4)
+        + one_line_capacity("4,096", KV_DP0)
+        + one_line_capacity("4,096", "(EngineCore_DP2 pid=203) INFO 11-30 04:11:21 [kv.py:1] ")
+    )
+    decision = assess(None, log(text)).capacity
+    assert isinstance(decision, CapacityRefused)
+    assert decision.detail == (
+        "the same source resolves 4 DP engines, but engine(s) 1, 3 have no capacity figure"
+    )

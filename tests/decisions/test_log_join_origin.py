@@ -1,0 +1,158 @@
+"""The log join reads where the front door's bytes came from.
+
+A batch this process probed carries an observed ``process_start_time_seconds``; a batch
+read back from a saved capture or an evidence document carries an *asserted* one, since
+anyone may edit a body and recompute an unsigned seal.  So the same capture, log and
+receipt join when probed, are refused ``capture_unverified`` when loaded unsigned (or
+signed but read without the key), and join again when the signature verifies under the
+caller's key.  An evidence document behaves the same way (``dumps(sign_key=)`` /
+``loads(verify_key=)``).
+"""
+
+from __future__ import annotations
+
+import pickle
+from pathlib import Path
+
+import pytest
+
+from tests._evidence import log_port, real_log, receipt_for
+from tests._paths import REAL
+from vllm_evidence.adapters.outcome import Parsed
+from vllm_evidence.assessment import Assessment, assess
+from vllm_evidence.capture.batch import CaptureOrigin
+from vllm_evidence.capture.directory import save
+from vllm_evidence.capture.http import probe_sync
+from vllm_evidence.decisions import LogJoined, LogJoinReason, LogJoinRefused
+from vllm_evidence.errors import EvidenceMismatchError
+from vllm_evidence.readback import CapturedReadback, load, readback_from_batch
+from vllm_evidence.rederive import dumps, loads
+from vllm_evidence.testing.stub import serve_capture
+
+KEY = b"orchestrator-key"
+
+
+def _probed() -> CapturedReadback:
+    log = real_log()
+    with serve_capture(REAL, port=log_port(log)) as door:
+        return readback_from_batch(probe_sync(door.url))
+
+
+def _assess(readback: CapturedReadback) -> Assessment:
+    log = real_log()
+    metrics = readback.metrics.observation if isinstance(readback.metrics, Parsed) else None
+    assert metrics is not None
+    assert metrics.process_start_time is not None
+    receipt = receipt_for(log, start=str(metrics.process_start_time.seconds))
+    return assess(readback, log, receipt=receipt)
+
+
+@pytest.fixture(scope="module")
+def probed() -> CapturedReadback:
+    return _probed()
+
+
+def test_a_probed_capture_with_its_log_and_receipt_joins(probed: CapturedReadback) -> None:
+    assert probed.batch.origin is CaptureOrigin.PROBED
+    assert probed.batch.provenance is None
+    assert isinstance(_assess(probed).log_join, LogJoined)
+
+
+def test_the_same_capture_saved_unsigned_and_loaded_does_not_join(
+    probed: CapturedReadback, tmp_path: Path
+) -> None:
+    save(probed.batch, tmp_path / "c")
+    loaded = load(tmp_path / "c")
+    assert isinstance(loaded, CapturedReadback)
+    assert loaded.batch.origin is CaptureOrigin.LOADED
+    assert loaded.batch.provenance is not None
+    assert loaded.batch.provenance.directory == str(tmp_path / "c")
+    decision = _assess(loaded).log_join
+    assert isinstance(decision, LogJoinRefused)
+    assert decision.reason is LogJoinReason.CAPTURE_UNVERIFIED
+    assert "loaded, not probed" in decision.detail
+    assert "--sign-key-env" in decision.remedy
+
+
+def test_a_signed_capture_read_without_its_key_does_not_join(
+    probed: CapturedReadback, tmp_path: Path
+) -> None:
+    save(probed.batch, tmp_path / "c", sign_key=KEY)
+    loaded = load(tmp_path / "c")
+    assert isinstance(loaded, CapturedReadback)
+    assert loaded.batch.origin is CaptureOrigin.LOADED
+    decision = _assess(loaded).log_join
+    assert isinstance(decision, LogJoinRefused)
+    assert decision.reason is LogJoinReason.CAPTURE_UNVERIFIED
+
+
+def test_a_signed_capture_verified_under_the_key_joins(
+    probed: CapturedReadback, tmp_path: Path
+) -> None:
+    save(probed.batch, tmp_path / "c", sign_key=KEY)
+    loaded = load(tmp_path / "c", verify_key=KEY)
+    assert isinstance(loaded, CapturedReadback)
+    assert loaded.batch.origin is CaptureOrigin.LOADED_SIGNED
+    assert isinstance(_assess(loaded).log_join, LogJoined)
+
+
+def test_the_origin_survives_pickling(probed: CapturedReadback, tmp_path: Path) -> None:
+    save(probed.batch, tmp_path / "c")
+    loaded = load(tmp_path / "c")
+    assert isinstance(loaded, CapturedReadback)
+    again = pickle.loads(pickle.dumps(loaded))  # noqa: S301  # bytes this test pickled
+    assert again.batch.origin is CaptureOrigin.LOADED
+    assert again.batch.provenance == loaded.batch.provenance
+    probed_again = pickle.loads(pickle.dumps(probed))  # noqa: S301  # bytes this test pickled
+    assert probed_again.batch.origin is CaptureOrigin.PROBED
+
+
+def test_an_unsigned_document_does_not_carry_the_join(probed: CapturedReadback) -> None:
+    joined = _assess(probed)
+    assert isinstance(joined.log_join, LogJoined)
+    with pytest.raises(EvidenceMismatchError, match=r"an unsigned document is not an observation"):
+        loads(dumps(joined))
+
+
+def test_a_signed_document_read_with_its_key_carries_the_join(probed: CapturedReadback) -> None:
+    joined = _assess(probed)
+    back = loads(dumps(joined, sign_key=KEY), verify_key=KEY)
+    assert isinstance(back.log_join, LogJoined)
+    front = back.evidence.front_door
+    assert isinstance(front, CapturedReadback)
+    assert front.batch.origin is CaptureOrigin.PROBED
+
+
+@pytest.mark.parametrize(
+    ("sign", "verify", "message"),
+    [
+        (None, KEY, "the document is unsigned"),
+        (b"another key", KEY, "signed by key id"),
+    ],
+)
+def test_a_document_without_the_signature_asked_for_is_refused(
+    probed: CapturedReadback, sign: bytes | None, verify: bytes, message: str
+) -> None:
+    text = dumps(_assess(probed), sign_key=sign)
+    with pytest.raises(EvidenceMismatchError, match=message):
+        loads(text, verify_key=verify)
+
+
+def test_an_edited_signed_document_does_not_verify(probed: CapturedReadback) -> None:
+    text = dumps(_assess(probed), sign_key=KEY)
+    edited = text.replace('"launch": 0', '"launch": 0 ', 1).replace(
+        '"origin": "probed"', '"origin": "generated"', 1
+    )
+    assert edited != text
+    with pytest.raises(EvidenceMismatchError, match="does not verify"):
+        loads(edited, verify_key=KEY)
+
+
+def test_a_document_without_a_log_join_loads_unsigned(probed: CapturedReadback) -> None:
+    """Nothing else rests on the origin: a front-door-only assessment round-trips."""
+    alone = assess(probed)
+    back = loads(dumps(alone))
+    assert back == alone
+    front = back.evidence.front_door
+    assert isinstance(front, CapturedReadback)
+    assert front.batch.origin is CaptureOrigin.LOADED

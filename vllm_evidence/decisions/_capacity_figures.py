@@ -1,0 +1,243 @@
+"""KV-cache capacity figures: each source's per-engine token figures, gathered and checked.
+
+What :mod:`vllm_evidence.decisions.capacity` decides from: the ``kv_cache_size_tokens``
+label of ``vllm:cache_config_info`` (one series per DP engine), the startup log's
+capacity lines, V0's ``# GPU blocks`` line and the ``num_gpu_blocks × block_size``
+labels, each as an :class:`EngineCapacity` with its source; and the checks on one
+source's own figures: two figures for one engine, a figure for an engine the source
+says does not exist, an engine the source resolves but gives no figure for.  Nothing
+here chooses between sources or cites a law; the decision does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import final
+
+import attrs
+
+from vllm_evidence._bounds import MAX_WORLD_SIZE
+from vllm_evidence._seal import Sealed, minter
+from vllm_evidence.adapters.metrics import MetricsObservation
+from vllm_evidence.adapters.startup_log import (
+    BlocksObservation,
+    CapacityFormat,
+    Launch,
+    ProcessTag,
+)
+from vllm_evidence.measure import BlockCount, Concurrency, MeasureParseFailure, TokenCount
+from vllm_evidence.readback.evidence import Evidence, Source, log_source, route_source
+from vllm_evidence.upstream import CapacitySource
+
+__all__ = [
+    "EngineCapacity",
+    "engine_of",
+    "figures_conflict",
+    "label_figures",
+    "log_figures",
+    "min_per_engine",
+    "missing_engines",
+    "missing_ranges",
+    "product_engine",
+    "product_figures",
+    "resolved_dp",
+    "v0_engine",
+]
+
+
+@final
+@attrs.frozen(init=False, repr=False)
+class EngineCapacity(Sealed):
+    """One DP engine's token capacity from one source."""
+
+    __public_constructor__ = "vllm_evidence.decisions.decide_capacity()"
+
+    engine: str
+    """The DP engine index as vLLM names it (``"0"``)."""
+    tokens: TokenCount
+    max_concurrency: Concurrency | None
+    max_model_len: TokenCount | None
+    source_kind: CapacitySource
+    source: Source
+
+    def _repr_summary(self) -> str:
+        return f"engine {self.engine}: {self.tokens}, {self.source_kind.value}"
+
+
+_mint_engine = minter(EngineCapacity, EngineCapacity.__attrs_init__)
+
+
+def engine_of(process: ProcessTag | None) -> str:
+    """The DP engine a log line names, as the ``engine`` label spells it (else ``"0"``)."""
+    if process is None or process.dp_engine is None:
+        return "0"
+    return str(process.dp_engine)
+
+
+def label_figures(
+    metrics: MetricsObservation, max_model_len: TokenCount | None
+) -> list[EngineCapacity]:
+    out: list[EngineCapacity] = []
+    for series in metrics.cache_config_info:
+        tokens = TokenCount.parse(series.label("kv_cache_size_tokens") or "")
+        if isinstance(tokens, MeasureParseFailure):
+            continue
+        concurrency_text = series.label("kv_cache_max_concurrency")
+        concurrency = Concurrency.parse(concurrency_text) if concurrency_text else None
+        out.append(
+            _mint_engine(
+                engine=series.engine or "0",
+                tokens=tokens,
+                max_concurrency=concurrency if isinstance(concurrency, Concurrency) else None,
+                max_model_len=max_model_len,
+                source_kind=CapacitySource.LABEL_KV_CACHE_SIZE_TOKENS,
+                source=route_source("/metrics"),
+            )
+        )
+    return out
+
+
+def product_figures(metrics: MetricsObservation) -> list[tuple[str, BlockCount, TokenCount]]:
+    out = []
+    for series in metrics.cache_config_info:
+        blocks = BlockCount.parse(series.label("num_gpu_blocks") or "")
+        size = TokenCount.parse(series.label("block_size") or "")
+        if isinstance(blocks, BlockCount) and isinstance(size, TokenCount):
+            out.append((series.engine or "0", blocks, size))
+    return out
+
+
+def log_figures(launch: Launch) -> list[EngineCapacity]:
+    out = []
+    for obs in launch.capacity:
+        if obs.format is CapacityFormat.V0_BLOCKS or obs.tokens is None:
+            continue
+        out.append(
+            _mint_engine(
+                engine=engine_of(obs.process),
+                tokens=obs.tokens,
+                max_concurrency=obs.max_concurrency,
+                max_model_len=obs.max_model_len,
+                source_kind=CapacitySource.LOG_CAPACITY_LINE,
+                source=log_source(launch, obs.line, obs.process),
+            )
+        )
+    return out
+
+
+def resolved_dp(evidence: Evidence, figures: list[EngineCapacity]) -> int | None:
+    """The DP size the figures' own source resolves (the log's, or /server_info's)."""
+    from_log = figures[0].source_kind is CapacitySource.LOG_CAPACITY_LINE
+    if from_log and evidence.launch is not None and evidence.launch.engine_config is not None:
+        return evidence.launch.engine_config.data_parallel_size
+    if not from_log:
+        info = evidence.server_info()
+        return None if info is None else info[0].parallel.data_parallel_size
+    return None
+
+
+def _shown(names: Sequence[str], limit: int = 8) -> str:
+    """``a, b, c`` for the first ``limit`` names, then how many more."""
+    more = f", … ({len(names) - limit} more)" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more
+
+
+def figures_conflict(evidence: Evidence, figures: list[EngineCapacity]) -> str | None:
+    """Why one source's figures contradict themselves, or ``None``.
+
+    Two different figures for one engine from the front door (vLLM serves one
+    ``cache_config_info`` series per engine), or a figure for an engine the same source
+    says does not exist: neither the smaller figure nor the extra engine is a capacity.
+    """
+    if figures[0].source_kind is CapacitySource.LABEL_KV_CACHE_SIZE_TOKENS:
+        for engine, group in sorted(_by_engine(figures).items()):
+            distinct = sorted({f.tokens for f in group})
+            if len(distinct) > 1:
+                return (
+                    f"engine {engine} has {len(distinct)} different capacity figures from one "
+                    f"source: {_shown([str(t) for t in distinct])} ({group[0].source})"
+                )
+    size = resolved_dp(evidence, figures)
+    if size is None:
+        return None
+    extra = sorted(
+        {
+            f.engine
+            for f in figures
+            if not (f.engine.isascii() and f.engine.isdigit() and len(f.engine) < 19)
+            or int(f.engine) >= size
+        }
+    )
+    if not extra:
+        return None
+    return (
+        f"the same source resolves {size} DP engine(s), but has capacity figures for "
+        f"engine(s) {_shown(extra)} past it"
+    )
+
+
+def missing_engines(
+    evidence: Evidence, figures: list[EngineCapacity], engines: tuple[EngineCapacity, ...]
+) -> list[str]:
+    """DP engines the figures' own source resolves but gives no figure for."""
+    size = resolved_dp(evidence, figures)
+    if size is None:
+        return []
+    have = {e.engine for e in engines}
+    if size > MAX_WORLD_SIZE:
+        return missing_ranges(size, have)
+    return [str(i) for i in range(size) if str(i) not in have]
+
+
+def missing_ranges(size: int, have: set[str]) -> list[str]:
+    """The engines ``0 .. size - 1`` not in ``have``, as ``"a"`` or ``"a..b"`` runs.
+
+    For a DP size past any real deployment: the runs are computed from the engines
+    that do have a figure, never by listing ``size`` engines.
+    """
+    present = sorted(int(e) for e in have if e.isascii() and e.isdigit() and len(e) < 19)
+    runs: list[str] = []
+    start = 0
+    for engine in [*(e for e in present if e < size), size]:
+        if engine > start:
+            runs.append(str(start) if engine - 1 == start else f"{start}..{engine - 1}")
+        start = max(start, engine + 1)
+    return runs
+
+
+def _by_engine(figures: list[EngineCapacity]) -> dict[str, list[EngineCapacity]]:
+    grouped: dict[str, list[EngineCapacity]] = {}
+    for f in figures:
+        grouped.setdefault(f.engine, []).append(f)
+    return grouped
+
+
+def min_per_engine(figures: list[EngineCapacity]) -> tuple[EngineCapacity, ...]:
+    """One figure per engine: the smallest (vLLM takes the minimum over ranks)."""
+    return tuple(
+        min(group, key=lambda f: f.tokens) for _, group in sorted(_by_engine(figures).items())
+    )
+
+
+def v0_engine(launch: Launch, block: BlocksObservation, size: TokenCount) -> EngineCapacity:
+    """A V0 ``# GPU blocks`` line's figure, with the block size of the same launch."""
+    return _mint_engine(
+        engine=engine_of(block.process),
+        tokens=block.device_blocks.times_block_size(size),
+        max_concurrency=None,
+        max_model_len=None,
+        source_kind=CapacitySource.LOG_V0_BLOCKS,
+        source=log_source(launch, block.line, block.process),
+    )
+
+
+def product_engine(engine: str, blocks: BlockCount, size: TokenCount) -> EngineCapacity:
+    """``num_gpu_blocks × block_size`` from the labels, as one engine's figure."""
+    return _mint_engine(
+        engine=engine,
+        tokens=blocks.times_block_size(size),
+        max_concurrency=None,
+        max_model_len=None,
+        source_kind=CapacitySource.LABEL_BLOCKS_TIMES_BLOCK_SIZE,
+        source=route_source("/metrics"),
+    )
