@@ -76,9 +76,16 @@ def run_cli(
         argv += urls
     else:
         argv += ["--targets", str(listing)]
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    with (
+        tempfile.TemporaryFile() as out,
+        tempfile.TemporaryFile() as err,
+        tempfile.TemporaryDirectory() as elsewhere,
+    ):
         start = time.perf_counter()
-        child = subprocess.Popen(argv, stdout=out, stderr=err, env=env)
+        # Run from an empty directory: ``python -c`` puts the working directory first on
+        # sys.path, which from the repository root would import this tree's package
+        # whatever PYTHONPATH names.
+        child = subprocess.Popen(argv, stdout=out, stderr=err, env=env, cwd=elsewhere)
         _, status, usage = os.wait4(child.pid, 0)
         wall = time.perf_counter() - start
         child.returncode = os.waitstatus_to_exitcode(status)
@@ -99,11 +106,11 @@ def run_sequential(urls: list[str]) -> tuple[float, float, dict[str, dict[str, A
     from vllm_evidence.output.assessment import assessment_document
     from vllm_evidence.readback import readback_from_batch
 
-    docs = {}
+    docs: dict[str, dict[str, Any]] = {}
     start, cpu = time.perf_counter(), time.process_time()
     for url in urls:
         batch = probe_sync(url, deadline=30.0)
-        docs[url] = assessment_document(assess(readback_from_batch(batch), None))
+        docs[url] = dict(assessment_document(assess(readback_from_batch(batch), None)))
     return time.perf_counter() - start, time.process_time() - cpu, docs
 
 
@@ -157,12 +164,15 @@ def main() -> int:
             fleet_cpu: dict[int, list[float]] = {small: [], large: []}
             rss: list[float] = []
             seq_s, seq_cpu, speedup, growth, other_s, other_vs = [], [], [], [], [], []
+            other_cpu: list[float] = []
+            fleet_docs: list[dict[str, Any]] = []
             for _round in range(args.pairs):
                 if args.also_pythonpath:
-                    wall, _, _, _ = run_cli(
+                    wall, cpu, _, _ = run_cli(
                         urls[:small], lists[small], args.concurrency, args.also_pythonpath
                     )
                     other_s.append(wall)
+                    other_cpu.append(cpu * 1000 / small)
                 for n in (small, large):
                     wall, cpu, peak, docs = run_cli(
                         urls[:n], lists[n], args.concurrency, args.cli_pythonpath
@@ -198,6 +208,8 @@ def main() -> int:
         line(f"{large} / {small} fleet time (x)", growth)
         line(f"CPU per server, fleet of {small} (ms)", fleet_cpu[small])
         line(f"CPU per server, fleet of {large} (ms)", fleet_cpu[large])
+        if other_cpu:
+            line(f"CPU per server, other tree's fleet of {small} (ms)", other_cpu)
         line("CPU per server, one after another (ms)", seq_cpu)
         print(f"CLI peak RSS (max over runs): {max(rss):.1f} MiB")
         print("every fleet result equals the single probe of that server: yes")

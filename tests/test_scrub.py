@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from vllm_evidence._scrub import REDACTED, SHORT_SECRET, remember, scrub, scrub_body
 
@@ -65,6 +67,72 @@ def test_json_text_keeps_its_meaning_and_loses_raw_controls() -> None:
 def test_ordinary_report_text_is_unchanged() -> None:
     text = "capacity ESTABLISHED 2 engines × 41,216 tokens → basic health: token budget"
     assert scrub(text) == text
+
+
+# --- the word shortcut: the same output as every pattern run on every text -------------
+
+_PIECES = (
+    "http://",
+    "https://u:p@",
+    "@",
+    "Authorization: ",
+    "proxy-AUTHORIZATION=",
+    "Bearer ",
+    "BASIC ",
+    "basic%20",
+    "token=",
+    "API-KEY=",
+    "Password=",
+    "auth=",
+    "x",
+    " ",
+    "&",
+    "\n",
+    "\x7f",
+    "é",
+    "\u0130",  # İ: matches "i" case-insensitively
+    "\u017f",  # long s: matches "s"
+    "\u212a",  # Kelvin sign: matches "k"
+    "\u202e",
+)
+
+
+def _every_pattern(text: str, form: str) -> str:
+    """The scrubber as it was before the shortcut: every pattern on every text."""
+    from vllm_evidence import _scrub as s
+
+    text = s._USERINFO_RE.sub(rf"\1{REDACTED}@", text)
+    text = s._AUTH_HEADER_RE.sub(rf"\1{REDACTED}", text)
+    text = s._SCHEME_TOKEN_RE.sub(rf"\1 {REDACTED}", text)
+    text = s._PARAM_RE.sub(rf"\1{REDACTED}", text)
+    if form == "line":
+        return s._CONTROL_RE.sub(s._escape, text)
+    if form == "json":
+        return s._JSON_RAW_RE.sub(s._json_escape, text)
+    return text
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    pieces=st.lists(st.one_of(st.sampled_from(_PIECES), st.text(max_size=4)), max_size=12),
+    form=st.sampled_from(["line", "json", "secrets"]),
+)
+def test_the_word_shortcut_changes_no_output(pieces: list[str], form: str) -> None:
+    text = "".join(pieces)
+    assert scrub(text, form=form) == _every_pattern(text, form)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        ("pa\u017f\u017fword=hunter2", "pa\u017f\u017fword=***"),  # non-ASCII: every pattern
+        ("apiKey=\u212a", "apiKey=***"),
+        ("a\x7fb", "a\\x7fb"),  # DEL is ASCII and still escaped
+        ("plain ascii, no words", "plain ascii, no words"),
+    ],
+)
+def test_texts_the_shortcut_must_not_skip(text: str, shown: str) -> None:
+    assert scrub(text) == shown
 
 
 @pytest.mark.parametrize(

@@ -127,14 +127,43 @@ def scrub(
             text = text.replace(secret, REDACTED)
         elif secret in text:
             text = _short_re(secret).sub(REDACTED, text)
-    text = _USERINFO_RE.sub(rf"\1{REDACTED}@", text)
-    text = _AUTH_HEADER_RE.sub(rf"\1{REDACTED}", text)
-    text = _SCHEME_TOKEN_RE.sub(rf"\1 {REDACTED}", text)
-    text = _PARAM_RE.sub(rf"\1{REDACTED}", text)
+    text = _credential_shapes(text)
+    if text.isascii() and text.isprintable():
+        return text  # no control character, in either form: nothing to escape
     if form == "line":
         return _CONTROL_RE.sub(_escape, text)
     if form == "json":
         return _JSON_RAW_RE.sub(_json_escape, text)
+    return text
+
+
+#: The words each credential pattern cannot match without (lower case): a pattern runs
+#: only on text that holds one of its words.  Case-insensitive matching of an ASCII
+#: letter also accepts four non-ASCII letters (U+0130, U+0131, U+017F, U+212A), so the
+#: shortcut is taken for ASCII text only, where ``str.lower`` is exactly what ``(?i)``
+#: compares.  A report or a JSON document holds none of these words, and the four
+#: patterns, which no literal anchors, cost 1-2 ms each on a 13 KB document.
+_PARAM_WORDS: Final = ("key=", "token=", "password=", "passwd=", "pwd=", "secret=", "auth=")
+
+
+def _credential_shapes(text: str) -> str:
+    """URL userinfo, authorization headers, bearer/basic tokens, secret parameters → ***."""
+    if not text.isascii():
+        text = _USERINFO_RE.sub(rf"\1{REDACTED}@", text)
+        text = _AUTH_HEADER_RE.sub(rf"\1{REDACTED}", text)
+        text = _SCHEME_TOKEN_RE.sub(rf"\1 {REDACTED}", text)
+        return _PARAM_RE.sub(rf"\1{REDACTED}", text)
+    if "://" in text and "@" in text:
+        text = _USERINFO_RE.sub(rf"\1{REDACTED}@", text)
+    lower = text.lower()
+    if "authorization" in lower:
+        text = _AUTH_HEADER_RE.sub(rf"\1{REDACTED}", text)
+        lower = text.lower()
+    if "bearer" in lower or "basic" in lower:
+        text = _SCHEME_TOKEN_RE.sub(rf"\1 {REDACTED}", text)
+        lower = text.lower()
+    if "=" in text and any(word in lower for word in _PARAM_WORDS):
+        text = _PARAM_RE.sub(rf"\1{REDACTED}", text)
     return text
 
 

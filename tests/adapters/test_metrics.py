@@ -5,6 +5,7 @@ differentially; the adapter on real and hand-written bodies; each damage's words
 from __future__ import annotations
 
 import math
+import re
 from decimal import Decimal
 
 import pytest
@@ -18,7 +19,6 @@ from vllm_evidence.adapters.metrics import (
     CACHE_CONFIG_INFO,
     PROCESS_START_TIME,
     MetricsObservation,
-    _starts_line,
     parse_metrics,
     scan_metrics,
 )
@@ -348,32 +348,74 @@ def test_a_damaged_label_set_says_what_is_wrong(labels: str, reason: str) -> Non
 
 
 # --------------------------------------------------------------------------------
-# The /metrics scanner's line-start check, against a plain reading of the rule.
+# The /metrics scanner's line-start rule, against a plain reading of it.
 #
-# A targeted name is a sample only when blanks alone stand between its line's start and
-# the name.  The scanner decides that by walking back over the blanks just before the
-# name (linear in the body); the oracle here slices from the line's start (the obvious,
-# quadratic reading).  They must agree everywhere, including on one long line holding the
-# name many times — the hostile body that made the old scan quadratic.
+# A targeted name is a sample only when whitespace alone stands between its line's start
+# and the name, and a family is declared only by a ``#`` line.  The scanner finds both in
+# one regex pass from newline to newline (linear in the body); the oracle here splits the
+# text into lines and reads each.  They must agree everywhere.
 
 
-def oracle(text: str, at: int) -> bool:
-    line_start = text.rfind("\n", 0, at) + 1
-    return not text[line_start:at].strip()
+def _line_by_line(text: str) -> tuple[list[tuple[str, str]], set[str]]:
+    """The obvious reading, one line at a time (quadratic on nothing, but slow): each
+    line whose first non-blank text is a targeted name followed by ``{``, a blank or the
+    line's end, with the rest of its line; each ``# HELP``/``# TYPE`` of a vllm: name."""
+    declared = re.compile(r"[ \t]*#[ \t]+(?:HELP|TYPE)[ \t]+(vllm:[a-zA-Z0-9_:]+)")
+    targets, families = [], set()
+    for line in text.split("\n"):
+        found = declared.match(line)
+        if found:
+            families.add(found.group(1))
+        stripped = line.lstrip()
+        for name in (CACHE_CONFIG_INFO, PROCESS_START_TIME):
+            after = stripped[len(name) : len(name) + 1]
+            if stripped.startswith(name) and (after == "" or after in "{ \t\r\f\v"):
+                targets.append((name, stripped[len(name) :]))
+    return targets, families
 
 
-@given(st.text(alphabet=" \t\n\r\x0b\x0c\xa0ab", max_size=40), st.data())
-def test_starts_line_agrees_with_the_slice_reading(text: str, data: st.DataObject) -> None:
-    at = data.draw(st.integers(min_value=0, max_value=len(text)))
-    assert _starts_line(text, at) == oracle(text, at)
+_PIECES = st.sampled_from(
+    [
+        PROCESS_START_TIME,
+        CACHE_CONFIG_INFO,
+        "vllm:x",
+        "# HELP ",
+        "# TYPE ",
+        "#",
+        "HELP",
+        "{",
+        "}",
+        "_x",
+        " ",
+        "\t",
+        "\n",
+        "\r",
+        "\x0b",
+        "\xa0",
+        "\u2003",
+        "1",
+    ]
+)
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.lists(_PIECES, max_size=24).map("".join))
+def test_the_scan_finds_what_reading_line_by_line_finds(text: str) -> None:
+    from vllm_evidence.adapters import metrics
+
+    targets, families = _line_by_line(text)
+    found = metrics._LINE.findall(text)
+    first = metrics._FIRST_LINE.match(text)
+    if first is not None:
+        found.insert(0, first.groups())
+    assert [(name, rest) for _, name, rest in found if name] == targets
+    assert {family for family, _, _ in found if family} == families
 
 
 def test_only_the_first_of_many_names_on_one_line_starts_it() -> None:
-    text = f"{PROCESS_START_TIME} " * 1000
-    starts = list(range(0, len(text), len(PROCESS_START_TIME) + 1))
-    assert [_starts_line(text, at) for at in starts] == [oracle(text, at) for at in starts]
-    assert _starts_line(text, 0)
-    assert not _starts_line(text, len(PROCESS_START_TIME) + 1)
+    text = f"{PROCESS_START_TIME} " * 1000 + "\n"
+    assert _line_by_line(text)[0] == [(PROCESS_START_TIME, text[len(PROCESS_START_TIME) : -1])]
+    assert isinstance(parse_metrics(text.encode()), BodyParseFailure)
 
 
 def test_a_long_line_of_repeated_names_is_a_parse_failure_not_a_hang() -> None:

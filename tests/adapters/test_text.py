@@ -4,6 +4,9 @@ escapes and enum reprs; strict (names the damage) and tolerant (takes what it ca
 
 from __future__ import annotations
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from vllm_evidence.adapters._text import strict_top_level_pieces, top_level_pieces
 from vllm_evidence.adapters.startup_log import (
     split_top_level,
@@ -50,3 +53,60 @@ def test_the_strict_and_tolerant_splits_share_one_scanner() -> None:
     assert list(split_top_level("a='x, b=2")) == ["a='x, b=2"]
     assert str(split_config_text("a='x, b=2")) == "unterminated quoted string"
     assert str(split_config_text("a=[1, b=2")) == "unclosed bracket, expected ']'"
+
+
+# --- the jumping scan reads as one character at a time would ------------------------
+
+
+def _one_char_at_a_time(text: str, sep: str) -> tuple[list[str], str | None]:
+    """The splitter as first written: every character looked at in turn (the oracle)."""
+    closing = {"(": ")", "[": "]", "{": "}"}
+    stack: list[str] = []
+    quote: str | None = None
+    damage: str | None = None
+    pieces: list[str] = []
+    start = i = 0
+    while i < len(text):
+        c = text[i]
+        if quote is not None:
+            if c == "\\":
+                i += 2
+                continue
+            if c == quote:
+                quote = None
+        elif c in "'\"":
+            quote = c
+        elif c in closing:
+            stack.append(closing[c])
+        elif c == "<" and i + 1 < len(text) and text[i + 1].isalpha():
+            stack.append(">")
+        elif stack and c == stack[-1]:
+            stack.pop()
+        elif c in ")]}":
+            damage = damage or f"unbalanced {c!r} at offset {i}"
+        elif c == sep and not stack:
+            pieces.append(text[start:i])
+            start = i + 1
+        i += 1
+    if quote is not None:
+        damage = damage or "unterminated quoted string"
+    if stack:
+        damage = damage or f"unclosed bracket, expected {stack[-1]!r}"
+    pieces.append(text[start:])
+    return pieces, damage
+
+
+_ALPHABET = st.sampled_from([*"ab =,:'\"\\()[]{}<>.1", "<Mode.X: 3>", "\\'", "é"])
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(_ALPHABET, max_size=40).map("".join), st.sampled_from([",", ":", " ", "'"]))
+def test_the_splitter_agrees_with_reading_one_character_at_a_time(text: str, sep: str) -> None:
+    pieces, damage = _one_char_at_a_time(text, sep)
+    assert top_level_pieces(text, sep) == pieces
+    strict = strict_top_level_pieces(text, sep)
+    if damage is None:
+        assert strict == pieces
+    else:
+        assert isinstance(strict, ValueError)
+        assert str(strict) == damage

@@ -41,6 +41,7 @@ from vllm_evidence.upstream import (
     laws_for,
 )
 from vllm_evidence.upstream.laws import CACHE_CONFIG_LABELS_KEY as _CACHE_KEY
+from vllm_evidence.upstream.laws import release_laws
 
 READ = [r.version for r in READ_RELEASES]
 
@@ -204,6 +205,27 @@ def test_versions_outside_every_read_release_get_nothing(text: str) -> None:
     result = laws_for(Version(text))
     assert isinstance(result, VersionNotEstablished)
     assert result.statement.startswith(f"vLLM {text} is outside")
+
+
+@pytest.mark.parametrize("text", ["0.32.0", "0.32", "99.0", "0.6.5"])
+def test_laws_for_a_version_are_the_table_answered_afresh(text: str) -> None:
+    # laws_for keeps its answers: what it hands back, first time or again, is what the
+    # table answers for that version now, printed with the version as it was spelled.
+    fresh = release_laws(Version(text), LAW_TABLE)
+    for _ in range(2):
+        kept = laws_for(Version(text))
+        assert kept == fresh
+        assert str(kept.version) == text
+
+
+def test_equal_versions_spelled_apart_keep_their_spelling() -> None:
+    # 0.32 == 0.32.0 as versions, but each one's laws name the version as given.
+    assert Version("0.32") == Version("0.32.0")
+    short, full = laws_for(Version("0.32")), laws_for(Version("0.32.0"))
+    assert str(short.version) == "0.32"
+    assert str(full.version) == "0.32.0"
+    assert short is not full
+    assert laws_for(Version("0.32.0")) is full
 
 
 # --- vllm:cache_config_info labels ---------------------------------------------------

@@ -236,8 +236,9 @@ class _Fleet:
         self.refused: set[str] = set()
         self.assessed = 0
         self.unreadable = 0
-        self._progress: Any = None
-        self._task: Any = None
+        self.refused_servers = 0
+        self._live: Any = None
+        self._console: Any = None
 
     async def run(self) -> None:
         import asyncio
@@ -247,11 +248,19 @@ class _Fleet:
         args = self.args
         pending = iter(enumerate(self.urls))
         if styled():
-            from rich.progress import Progress
+            from rich.console import Console
+            from rich.live import Live
 
-            self._progress = Progress(transient=True)
-            self._progress.start()
-            self._task = self._progress.add_task(self._description(), total=len(self.urls))
+            # On a terminal the table fills in as servers finish, under a line of counts;
+            # the live view is then replaced by the whole table in input order.
+            self._console = Console()
+            self._live = Live(
+                console=self._console,
+                get_renderable=self._frame,
+                refresh_per_second=8,
+                transient=True,
+            )
+            self._live.start()
         try:
             async with new_client(verify=_verify(args), timeout=args.timeout) as client:
 
@@ -263,12 +272,41 @@ class _Fleet:
                     for _ in range(min(args.concurrency, len(self.urls))):
                         group.create_task(worker())
         finally:
-            if self._progress is not None:
-                self._progress.stop()
+            if self._live is not None:
+                self._live.stop()
 
-    def _description(self) -> str:
-        refused = f", {len(self.refused)} claim(s) refused" if self.args.require else ""
-        return f"{self.assessed} assessed, {self.unreadable} unreadable{refused}"
+    def progress_line(self) -> str:
+        """Servers done, of all; how many were assessed, unreadable, refused a claim."""
+        done = self.assessed + self.unreadable
+        refused = (
+            f", {self.refused_servers} refused a --require'd claim" if self.args.require else ""
+        )
+        return (
+            f"{done}/{len(self.urls)} servers done: {self.assessed} assessed, "
+            f"{self.unreadable} failed{refused}"
+        )
+
+    def _frame(self) -> Any:
+        """The live view: the rows finished so far (as many as the terminal shows, the
+        latest last) and the progress line."""
+        from rich.console import Group
+        from rich.markup import escape
+        from rich.table import Table
+        from rich.text import Text
+
+        from vllm_evidence._cli._report import FLEET_COLUMNS
+        from vllm_evidence._scrub import scrub
+
+        line = Text(self.progress_line(), style="bold")
+        if self.args.json:
+            return line
+        room = max(1, self._console.height - 6)
+        table = Table(show_lines=False)
+        for column in FLEET_COLUMNS:
+            table.add_column(column, overflow="fold")
+        for _, cells in self.rows[-room:]:
+            table.add_row(*(escape(scrub(cell)) for cell in cells))
+        return Group(table, line)
 
     async def _one(self, index: int, url: str, client: Any) -> None:
         from vllm_evidence._scrub import scrub
@@ -313,14 +351,14 @@ class _Fleet:
             self.unreadable += 1
         else:
             self.assessed += 1
-            self.refused.update(refused_claims(result, self.args.require))
+            refused = refused_claims(result, self.args.require)
+            self.refused.update(refused)
+            self.refused_servers += bool(refused)
         if self.args.json:
             sys.stdout.write(fleet_json_line(target, result))
             sys.stdout.flush()
         else:
             self.rows.append((index, fleet_cells(target, result)))
-        if self._progress is not None:
-            self._progress.update(self._task, advance=1, description=self._description())
 
 
 def _fleet(

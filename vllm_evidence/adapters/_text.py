@@ -10,8 +10,21 @@ wrapped and takes what it can (tolerant).
 
 from __future__ import annotations
 
+import functools
+import re
+
 _OPEN = {"(": ")", "[": "]", "{": "}"}
 _CLOSE = frozenset(_OPEN.values())
+#: Inside quotes only the closing quote and a backslash matter.
+_IN_QUOTE = {q: re.compile(f"[\\\\{q}]") for q in "'\""}
+
+
+@functools.lru_cache(maxsize=8)
+def _significant(sep: str) -> re.Pattern[str]:
+    """The characters the scan acts on outside quotes: quotes, brackets, ``<``/``>`` and
+    ``sep``.  Every other character passes unchanged, so the scan jumps over runs of
+    them (a config string is mostly such runs)."""
+    return re.compile("[" + re.escape("'\"()[]{}<>" + sep) + "]")
 
 
 def _scan(text: str, sep: str) -> tuple[list[str], str | None]:
@@ -21,18 +34,21 @@ def _scan(text: str, sep: str) -> tuple[list[str], str | None]:
     damage: str | None = None
     pieces: list[str] = []
     start = 0
-    i = 0
     n = len(text)
-    while i < n:
+    significant = _significant(sep).search
+    found = significant(text, 0)
+    while found is not None:
+        i = found.start()
         c = text[i]
         if quote is not None:
             if c == "\\":
-                i += 2
+                found = _IN_QUOTE[quote].search(text, i + 2)
                 continue
-            if c == quote:
-                quote = None
+            quote = None  # the closing quote
         elif c in "'\"":
             quote = c
+            found = _IN_QUOTE[c].search(text, i + 1)
+            continue
         elif c in _OPEN:
             stack.append(_OPEN[c])
         elif c == "<" and i + 1 < n and text[i + 1].isalpha():
@@ -44,7 +60,7 @@ def _scan(text: str, sep: str) -> tuple[list[str], str | None]:
         elif c == sep and not stack:
             pieces.append(text[start:i])
             start = i + 1
-        i += 1
+        found = significant(text, i + 1)
     if quote is not None:
         damage = damage or "unterminated quoted string"
     if stack:

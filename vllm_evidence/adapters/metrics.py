@@ -36,11 +36,20 @@ __all__ = [
 CACHE_CONFIG_INFO = "vllm:cache_config_info"
 PROCESS_START_TIME = "process_start_time_seconds"
 
-# Family declarations: ``# HELP vllm:…`` / ``# TYPE vllm:…`` at a line start.  The
-# leading ``\n`` gives the regex engine a literal to skip ahead on.
-_DECLARED = re.compile(r"\n[ \t]*#[ \t]+(?:HELP|TYPE)[ \t]+(vllm:[a-zA-Z0-9_:]+)")
-_TARGETS = (CACHE_CONFIG_INFO, PROCESS_START_TIME)
-_AFTER_NAME = frozenset("{ \t\r\f\v\n")
+# One pass finds both things the scan reads, each at a line's start: a family
+# declaration (``# HELP vllm:…`` / ``# TYPE vllm:…``, blanks before the ``#``) and a
+# sample line of a targeted name (any whitespace before it; the name followed by ``{``,
+# a blank or the line's end; the rest of the line taken with it).  Its literal leading
+# ``\n`` lets the regex engine skip from newline to newline in C; the body's first line
+# is matched without it.  The per-line work is bounded by the line, so the scan is
+# linear in the body however its lines are shaped.
+_LINE_BODY = (
+    r"(?:[ \t]*#[ \t]+(?:HELP|TYPE)[ \t]+(vllm:[a-zA-Z0-9_:]+)"
+    r"|[^\S\n]*(vllm:cache_config_info|process_start_time_seconds)(?=[{ \t\r\f\v\n]|\Z)"
+    r"([^\n]*))"
+)
+_LINE = re.compile("\n" + _LINE_BODY)
+_FIRST_LINE = re.compile(_LINE_BODY)
 _LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 _ESCAPES = {"\\": "\\", "n": "\n", '"': '"'}
 _BLANKS = " \t\r\f\v"
@@ -61,8 +70,28 @@ class ScannedSample:
     timestamp_ms: Decimal | None
 
 
+# A label set without a backslash, as the reader below accepts it, in one match (a
+# cache-config series carries ~40 labels); the pairs are then read by one findall.
+_B = r"[ \t\r\f\v]*"
+_PLAIN_LABELS = re.compile(
+    rf'\{{{_B}(?:[a-zA-Z_][a-zA-Z0-9_]*{_B}={_B}"[^"\\]*"{_B}(?:,{_B}|(?=\}})))*\}}'
+)
+_PLAIN_PAIR = re.compile(rf'([a-zA-Z_][a-zA-Z0-9_]*){_B}={_B}"([^"\\]*)"')
+
+
 def _parse_labels(text: str, start: int) -> tuple[dict[str, str], int]:
     """Parse ``{…}`` starting at ``text[start] == "{"``; return labels and the index after ``}``."""
+    plain = _PLAIN_LABELS.match(text, start)
+    if plain is not None:
+        pairs = _PLAIN_PAIR.findall(text, start, plain.end())
+        labels = dict(pairs)
+        if len(labels) == len(pairs) and "__name__" not in labels:
+            return labels, plain.end()
+    return _read_labels(text, start)
+
+
+def _read_labels(text: str, start: int) -> tuple[dict[str, str], int]:
+    """:func:`_parse_labels` one character at a time: escapes, and the damage named."""
     labels: dict[str, str] = {}
     i = start + 1
     n = len(text)
@@ -159,41 +188,6 @@ def _parse_line(name: str, rest: str) -> ScannedSample:
     )
 
 
-def _starts_line(text: str, at: int) -> bool:
-    """Whether only blanks stand between the line's start and ``at``.
-
-    Walks back over the blanks just before ``at`` and no further, so that the scan stays
-    linear in the body: a long line holding the name many times costs each hit only its
-    own run of blanks (a slice from the line's start per hit would be quadratic).
-    """
-    i = at
-    while i > 0 and text[i - 1] != "\n" and text[i - 1].isspace():
-        i -= 1
-    return i == 0 or text[i - 1] == "\n"
-
-
-def _target_lines(text: str) -> Iterator[tuple[str, str]]:
-    """``(name, rest of line)`` for each sample line of a targeted name, in order.
-
-    Found by plain substring search, then checked to start its line (after blanks)
-    and to be followed by ``{``, a blank or the line's end: ``vllm:cache_config_info_x``
-    and a name inside a HELP text or a label value are not samples of it.
-    """
-    hits: list[tuple[int, str]] = []
-    for name in _TARGETS:
-        at = text.find(name)
-        while at >= 0:
-            end = at + len(name)
-            if (end == len(text) or text[end] in _AFTER_NAME) and _starts_line(text, at):
-                hits.append((at, name))
-            at = text.find(name, end)
-    hits.sort()
-    for at, name in hits:
-        end = at + len(name)
-        line_end = text.find("\n", end)
-        yield name, text[end : len(text) if line_end < 0 else line_end]
-
-
 def scan_metrics(text: str) -> tuple[list[ScannedSample], frozenset[str]]:
     """Scan exposition text: the targeted samples, in order, and the ``vllm:`` families.
 
@@ -203,8 +197,12 @@ def scan_metrics(text: str) -> tuple[list[ScannedSample], frozenset[str]]:
 
     Raises :class:`ValueError` when a targeted line is malformed.
     """
-    samples = [_parse_line(name, rest) for name, rest in _target_lines(text)]
-    families = set(_DECLARED.findall("\n" + text))
+    found = _LINE.findall(text)
+    first = _FIRST_LINE.match(text)
+    if first is not None:
+        found.insert(0, first.groups())
+    samples = [_parse_line(name, rest) for _, name, rest in found if name]
+    families = {family for family, _, _ in found if family}
     if any(s.name == CACHE_CONFIG_INFO for s in samples):
         families.add(CACHE_CONFIG_INFO)
     return samples, frozenset(families)
@@ -290,6 +288,7 @@ _mint_metrics = minter(MetricsObservation, MetricsObservation.__attrs_init__)
 
 #: The first line of a text exposition: a comment, or a sample (name, then labels or value).
 _EXPOSITION_START = re.compile(r"#|[a-zA-Z_:][a-zA-Z0-9_:]*[ \t{]")
+_NOT_BLANK = re.compile(r"\S")
 
 
 def parse_metrics(body: bytes) -> MetricsObservation | BodyParseFailure:
@@ -320,12 +319,14 @@ def parse_metrics(body: bytes) -> MetricsObservation | BodyParseFailure:
         if not starts[0].is_finite():
             return fail(Route.METRICS, f"{PROCESS_START_TIME} is not finite")
         start = _mint_start(seconds=starts[0])
-    if not text.strip():
+    # The first non-blank character, found without copying the body (``strip`` would).
+    begins = _NOT_BLANK.search(text)
+    if begins is None:
         return fail(Route.METRICS, "empty body")
-    first = text.lstrip().partition("\n")[0]
-    if not _EXPOSITION_START.match(first):
+    if not _EXPOSITION_START.match(text, begins.start()):
         # An HTML page, JSON, or any other 200 that is not the text exposition format.
-        return fail(Route.METRICS, f"not Prometheus text exposition (begins {first[:40]!r})")
+        first = text[begins.start() : begins.start() + 40].partition("\n")[0]
+        return fail(Route.METRICS, f"not Prometheus text exposition (begins {first!r})")
     return _mint_metrics(
         cache_config_info=tuple(series),
         process_start_time=start,

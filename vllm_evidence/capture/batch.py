@@ -439,7 +439,7 @@ def _rederive_batch(
 ) -> CaptureBatch:
     """A batch from its exchanges, its shape checked and its target cleaned again
     (package-internal: unpickling and document loading)."""
-    from vllm_evidence.capture.http import clean_target
+    from vllm_evidence.capture._target import clean_target
 
     try:
         return _new_batch(

@@ -285,7 +285,7 @@ def _read_manifest(dir_fd: int, directory: Path, verify_key: bytes | None) -> Re
     if len(opening) != 1 or len(closing) != 1:
         msg = f"{where}: a capture has exactly one opening and one closing /metrics read"
         raise InputError(msg)
-    from vllm_evidence.capture.http import clean_target
+    from vllm_evidence.capture._target import clean_target
 
     seal = manifest.seal
     signature = None if seal is None else seal.signature

@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final, final
 
 from vllm_evidence._scrub import remember, scrub_body
+from vllm_evidence.capture._target import clean_target
 from vllm_evidence.capture.batch import (
     NOT_SENT_DETAILS,
     CaptureBatch,
@@ -54,58 +55,6 @@ DEFAULT_TIMEOUT_S: Final = 10.0
 DEFAULT_DEADLINE_S: Final = 30.0
 
 _CORE_ROUTES = (Route.VERSION, Route.MODELS, Route.HEALTH)
-
-
-def clean_target(url: str) -> str:
-    """The base URL to read, credentials removed; :class:`InputError` if it is not one.
-
-    ``http://user:pw@host:8000/prefix/`` becomes ``http://host:8000/prefix``.  A query
-    or fragment is refused: the probe appends only the closed routes' own targets.  The
-    path is kept as the server will see it (percent-escapes stay escaped), and an escape
-    that the server would decode into ``?``, ``#`` or a control character is refused:
-    ``/collective_rpc%23`` must never reach the server as ``GET /collective_rpc``.
-    """
-    import httpx
-
-    try:
-        parsed = httpx.URL(url)
-    except (httpx.InvalidURL, TypeError) as exc:
-        msg = "not a URL (expected http://host:port or https://host:port)"
-        raise InputError(msg) from exc
-    if parsed.scheme not in ("http", "https") or not parsed.host:
-        msg = "not an http(s) URL with a host (expected http://host:port)"
-        raise InputError(msg)
-    if parsed.query or parsed.fragment:
-        msg = "the server URL must not carry a query or fragment"
-        raise InputError(msg)
-    host = f"[{parsed.host}]" if ":" in parsed.host else parsed.host
-    if parsed.port is not None and not 0 < parsed.port < 65536:
-        msg = f"the port must be 1..65535, got {parsed.port}"
-        raise InputError(msg)
-    port = f":{parsed.port}" if parsed.port is not None else ""
-    path = _base_path(parsed.raw_path.decode("ascii")).rstrip("/")
-    return f"{parsed.scheme}://{host}{port}{path}"
-
-
-#: A base path as it goes on the wire: RFC 3986 path characters and percent-escapes.
-_RAW_PATH_RE = re.compile(r"(?:[A-Za-z0-9\-._~!$&'()*+,;=:@/]|%[0-9A-Fa-f]{2})*")
-_ESCAPE_RE = re.compile(r"%([0-9A-Fa-f]{2})")
-
-
-def _base_path(raw: str) -> str:
-    """The base URL's path, escaped as sent; :class:`InputError` if it could end a route."""
-    if not _RAW_PATH_RE.fullmatch(raw):
-        msg = "the server URL's path has characters a request path cannot carry"
-        raise InputError(msg)
-    for match in _ESCAPE_RE.finditer(raw):
-        byte = int(match.group(1), 16)
-        if byte in (0x23, 0x3F) or byte < 0x20 or byte == 0x7F:
-            msg = (
-                f"the server URL's path encodes {match.group(0)} ('?', '#' or a control "
-                "character): the server would read a different route than the probe sends"
-            )
-            raise InputError(msg)
-    return raw
 
 
 def _target_parts(target: str) -> tuple[str, str]:

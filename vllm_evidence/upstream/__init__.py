@@ -13,6 +13,8 @@ Use :func:`laws_for` with a self-reported version::
 
 from __future__ import annotations
 
+import functools
+
 from packaging.version import Version
 
 from vllm_evidence.upstream.laws import (
@@ -110,8 +112,19 @@ def laws_for(version: Version) -> ReleaseLaws | VersionNotEstablished:
     known release.  Within that span each question gets its law, or a
     :class:`LawNotEstablished` where the version falls between read releases that
     disagree.
+
+    The answer is computed once per version spelling and shared (the laws are immutable
+    and depend on the version alone): an assessment asks for them once per decision, a
+    fleet once per server.
     """
-    return release_laws(version, LAW_TABLE)
+    return _laws_for_release(str(version))
+
+
+@functools.lru_cache(maxsize=256)
+def _laws_for_release(release: str) -> ReleaseLaws | VersionNotEstablished:
+    # Keyed by the spelling, not the Version: ``0.32`` and ``0.32.0`` are equal Versions
+    # but their laws print the version as it was given.
+    return release_laws(Version(release), LAW_TABLE)
 
 
 def executor_marker_laws(marker: ExecutorMarker) -> tuple[ExecutorMarkerLaw, ...]:
