@@ -803,7 +803,8 @@ class Run:
                 rf"torchinductor_{re.escape(user)}\b", f"torchinductor_{USER_NEUTRAL}", text
             )
         text = re.sub(r"(?<![\w.-])/tmp/", f"{TMP_NEUTRAL}/", text)
-        return re.sub(r"(?<![\w.-])/root\b", HOME_NEUTRAL, text)
+        home = re.escape(str(Path.home()))
+        return re.sub(rf"(?<![\w.-]){home}(?![\w-])", HOME_NEUTRAL, text)
 
     def neutralise(self, data: bytes) -> bytes:
         return self.neutralise_text(data.decode("utf-8", "surrogateescape")).encode(
@@ -819,8 +820,8 @@ class Run:
             str(self.env_dir),
             str(Path.home()),
             str(REPO),
-            "/work/",
-            "/root/",
+            f"{REPO.parent}/",
+            f"{Path.home()}/",
         }
         return sorted(i for i in items if i and i != "/")
 

@@ -41,14 +41,20 @@ HOST_NEUTRAL = "recorder"
 #: What no recorded file may hold: this machine's paths, a temporary directory that was not
 #: neutralised to /var/tmp, another user's home or inductor cache, a recorder's API key or
 #: its working directory.
+#: Where the repository sits on the recording machine and that machine's home: named at
+#: run time, so no machine's layout is written into the test.
+WORKSPACE = Path(__file__).resolve().parents[3]
+HOME = Path.home()
 UNCLEAN = re.compile(
-    rb"/work/"
-    rb"|(?<![\w.-])/tmp/"
-    rb"|(?<![\w.-])/root(?![\w-])"
-    rb"|/home/(?!vllm(?![\w-]))[\w.-]+"
-    rb"|torchinductor_(?!vllm(?![\w-]))[\w.-]+"
-    rb"|live-tier-key-"
-    rb"|live-vllm-"
+    re.escape(f"{WORKSPACE}/".encode())
+    + rb"|(?<![\w.-])/tmp/"
+    + rb"|(?<![\w.-])"
+    + re.escape(str(HOME).encode())
+    + rb"(?![\w-])"
+    + rb"|/home/(?!vllm(?![\w-]))[\w.-]+"
+    + rb"|torchinductor_(?!vllm(?![\w-]))[\w.-]+"
+    + rb"|live-tier-key-"
+    + rb"|live-vllm-"
 )
 
 
@@ -203,10 +209,10 @@ def test_launch_receipt_names_the_neutral_host(scenario: Path) -> None:
 @pytest.mark.parametrize(
     "data",
     [
-        b"/work/x",
+        f"{WORKSPACE}/x".encode(),
         b"root=/tmp/abc",
-        b'"/root/.cache"',
-        b"HOME=/root\n",
+        f'"{HOME}/.cache"'.encode(),
+        f"HOME={HOME}\n".encode(),
         b"/home/alice/.cache",
         b"torchinductor_alice",
         b"key live-tier-key-0123",
