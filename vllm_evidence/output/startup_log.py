@@ -117,6 +117,8 @@ def _launch_document(launch: Launch) -> dict[str, object]:
         ],
         "development_mode": launch.development_mode,
         "dev_mode_warning_lines": list(launch.dev_mode_warning_lines),
+        "head": launch.head,
+        "transformed_head_lines": list(launch.transformed_head_lines),
         "capacity": [
             {
                 "line": c.line,
@@ -230,6 +232,13 @@ def render_startup_log(log: StartupLog) -> str:
         backend = launch.executor_backend
         names = launch.served_model_names
         out.append(f"\nlaunch {launch.index} (lines {launch.first_line}-{launch.last_line})")
+        if launch.transformed_head_lines:
+            shown = ", ".join(str(n) for n in launch.transformed_head_lines[:8])
+            more = " …" if len(launch.transformed_head_lines) > 8 else ""
+            out.append(
+                f"  head:               transformed (a pasted log) at line(s) {shown}{more}: "
+                "no process tag of those lines is trusted"
+            )
         out.append(f"  version:            {version.text if version else 'not established'}")
         out.append(f"  served names:       {', '.join(names) if names else 'not printed'}")
         if config is None:

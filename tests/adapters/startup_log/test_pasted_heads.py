@@ -101,3 +101,36 @@ def test_the_oldest_engine_init_line_without_a_version() -> None:
     assert with_version.engine_config is not None
     assert with_version.engine_config.version_text == "0.4.0"
     assert [v.text for v in with_version.versions] == ["0.4.0"]
+
+
+def test_a_launch_says_its_head_was_transformed_and_where() -> None:
+    pasted = (
+        "`INFO 10-01 18:03:16 [kv_cache_utils.py:849] GPU KV cache size: 1,024 tokens`\n"
+        "some other line\n"
+        f"`{VLLM_HEAD}{RANK}`\n"  # read as no rank at all: no observation, no line
+        "(EngineCore pid=...) INFO ... [kv_cache_utils.py:1733] GPU KV cache size: 2,048 "
+        "tokens, Maximum concurrency for 1,024 tokens per request: 2.00x\n"
+    )
+    launch = _launch(pasted)
+    assert launch.head == "transformed"
+    assert launch.transformed_head_lines == (1, 4)
+
+
+def test_vllms_own_heads_leave_the_launch_untransformed() -> None:
+    own = "(EngineCore pid=7) INFO 10-01 18:03:16 [kv_cache_utils.py:1733] "
+    own += "GPU KV cache size: 9 tokens\n" + f"{VLLM_HEAD}{RANK}\n"
+    launch = _launch(own)
+    assert launch.head == "vllm"
+    assert launch.transformed_head_lines == ()
+
+
+def test_the_document_and_the_report_say_transformed() -> None:
+    from vllm_evidence.output.startup_log import render_startup_log, startup_log_document
+
+    text = "`INFO 10-01 18:03:16 [kv_cache_utils.py:849] GPU KV cache size: 1,024 tokens`\n"
+    log = read_startup_log(io.BytesIO(text.encode()), wrap_width="off")
+    assert isinstance(log, StartupLog), log
+    (launch,) = startup_log_document(log)["launches"]
+    assert (launch["head"], launch["transformed_head_lines"]) == ("transformed", [1])
+    report = render_startup_log(log)
+    assert "head:               transformed (a pasted log) at line(s) 1:" in report

@@ -41,7 +41,7 @@ from vllm_evidence.adapters.startup_log._grammar import (
     parse_logical_line,
     tag_markers,
 )
-from vllm_evidence.adapters.startup_log._lexer import clean, starts_record
+from vllm_evidence.adapters.startup_log._lexer import clean, split_header, starts_record
 from vllm_evidence.adapters.startup_log.observations import (
     AvailableMemoryObservation,
     BlocksObservation,
@@ -102,6 +102,17 @@ class Launch(Sealed):
     available_memory: tuple[AvailableMemoryObservation, ...]
     dev_mode_warning_lines: tuple[int, ...]
     api_server_pids: tuple[int, ...]
+    transformed_head_lines: tuple[int, ...]
+    """The lines whose observations came from a record head that was not vLLM's own
+    (markdown backticks, ``...``-elided fields, a host application's logging format,
+    a journald prefix, a bare message): a pasted log.  Their process tags are never
+    trusted (no rank, pid or engine comes from them)."""
+
+    @property
+    def head(self) -> str:
+        """``"vllm"`` when every observed line has vLLM's own record head, else
+        ``"transformed"`` (see :attr:`transformed_head_lines`)."""
+        return "transformed" if self.transformed_head_lines else "vllm"
 
     @property
     def version(self) -> VersionObservation | None:
@@ -264,6 +275,7 @@ class _Assembler:
         self.blocks: list[BlocksObservation] = []
         self.memory: list[AvailableMemoryObservation] = []
         self.dev: list[int] = []
+        self.transformed: list[int] = []
         self.pre_banner: list[int] = []
         self.pending: dict[str | None, SizeLine | BlocksObservation] = {}
 
@@ -287,6 +299,7 @@ class _Assembler:
                 available_memory=tuple(self.memory),
                 dev_mode_warning_lines=tuple(self.dev),
                 api_server_pids=tuple(self.api_pids),
+                transformed_head_lines=tuple(self.transformed),
             )
         )
 
@@ -426,6 +439,8 @@ def _parse(text: str, line: int, assembler: _Assembler) -> None:
         proc = proc or getattr(obs, "process", None)
     for marker in tag_markers(proc, line):
         assembler.feed(marker)
+    if split_header(text).transformed:  # after feeding: a banner line opens its launch
+        assembler.transformed.append(line)
 
 
 _RULES = LineRules(
