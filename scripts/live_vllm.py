@@ -820,7 +820,6 @@ class Run:
             str(self.env_dir),
             str(Path.home()),
             str(REPO),
-            f"{REPO.parent}/",
             f"{Path.home()}/",
         }
         return sorted(i for i in items if i and i != "/")

@@ -41,9 +41,9 @@ HOST_NEUTRAL = "recorder"
 #: What no recorded file may hold: this machine's paths, a temporary directory that was not
 #: neutralised to /var/tmp, another user's home or inductor cache, a recorder's API key or
 #: its working directory.
-#: Where the repository sits on the recording machine and that machine's home: named at
-#: run time, so no machine's layout is written into the test.
-WORKSPACE = Path(__file__).resolve().parents[3]
+#: Where the repository sits on the machine running this and that machine's home: named
+#: at run time, so no machine's layout is written into the test.
+WORKSPACE = Path(__file__).resolve().parents[2]
 HOME = Path.home()
 UNCLEAN = re.compile(
     re.escape(f"{WORKSPACE}/".encode())

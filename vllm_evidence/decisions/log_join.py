@@ -30,7 +30,7 @@ from urllib.parse import urlsplit
 import attrs
 
 from vllm_evidence._seal import Sealed, minter
-from vllm_evidence.adapters.outcome import NotFound
+from vllm_evidence.adapters.outcome import NotFound, Parsed
 from vllm_evidence.adapters.receipt import LaunchReceipt
 from vllm_evidence.capture.batch import CaptureOrigin
 from vllm_evidence.decisions._common import refusal_summary
@@ -262,22 +262,34 @@ def _configuration_contradiction(evidence: Evidence) -> str | None:
 
 def _route_table_contradictions(evidence: Evidence) -> list[str]:
     """Development routes the launch's route table and the front door disagree on: one
-    the table lists that answered 404."""
+    the table lists that answered 404, or, when the table is the whole API's, one the
+    front door serves that the table does not list."""
     door, launch = evidence.front_door, evidence.launch
     if door is None or launch is None or not launch.routes:
         return []
     registered = {route.path for route in launch.routes}
+    # Real 0.8.5 to 0.20.0 servers (issue 18) printed five 'Route:' lines (the docs and
+    # /metrics) while serving /server_info: such a table is not the API's, and a route it
+    # lacks is not observed. A table that lists the API's own routes (/health,
+    # /v1/models, as 0.26.0 on print) is whole, and a route missing from it is absent.
+    whole = bool(registered & _API_ROUTES)
     found = []
     for path, outcomes in (
         ("/server_info", (door.server_info, door.server_info_json)),
         ("/get_world_size", (door.world_size,)),
     ):
-        # Only a listed route can contradict: real 0.8.5 to 0.20.0 servers (issue 18)
-        # printed five 'Route:' lines while serving /server_info, so a route the table
-        # lacks is not observed, never absent.
-        if path in registered and all(isinstance(outcome, NotFound) for outcome in outcomes):
+        listed = path in registered
+        if listed and all(isinstance(outcome, NotFound) for outcome in outcomes):
             found.append(f"the launch registered {path} but the front door answered it 404")
+        elif whole and not listed and any(isinstance(outcome, Parsed) for outcome in outcomes):
+            found.append(
+                f"the front door serves {path}, which the launch's route table does not list"
+            )
     return found
+
+
+#: Routes every serving API registers: a printed table holding one is the whole API's.
+_API_ROUTES = frozenset({"/health", "/v1/models"})
 
 
 def _unverified_origin(evidence: Evidence) -> str | None:
