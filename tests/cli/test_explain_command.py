@@ -75,3 +75,57 @@ def test_explain_missing_directory_exit_2(
     err = capsys.readouterr().err
     assert err.count("\n") == 1
     assert "not a directory" in err
+
+
+# --- a receipt with a saved capture: joined only when the signature verified -----------
+
+SIGN_ENV = "VLLM_EVIDENCE_TEST_SIGN_KEY"
+
+
+@pytest.fixture
+def witnessed_save(tmp_path: Path) -> tuple[Path, Path]:
+    """The real capture served on its log's port, probed and saved signed; the receipt
+    of its launch (the start time that front door serves)."""
+    from tests._evidence import log_port, real_log, receipt_file, receipt_for
+    from vllm_evidence.capture.batch import CaptureOrigin
+
+    log = real_log()
+    with serve_capture(REAL, port=log_port(log)) as door:
+        batch = probe_sync(door.url)
+    assert batch.origin is CaptureOrigin.PROBED
+    saved = save(batch, tmp_path / "saved", sign_key=b"k3y-of-the-orchestrator")
+    receipt = receipt_file(tmp_path / "receipt.json", receipt_for(log, start="1.79601185221e+09"))
+    return saved, receipt
+
+
+def _log_join(
+    capsys: pytest.CaptureFixture[str], argv: list[str], monkeypatch: pytest.MonkeyPatch
+) -> dict[str, str]:
+    monkeypatch.setenv(SIGN_ENV, "k3y-of-the-orchestrator")
+    assert main(argv) == 0
+    join: dict[str, str] = json.loads(capsys.readouterr().out)["decisions"]["log_join"]
+    return join
+
+
+def test_explain_joins_a_verified_capture_to_its_log_through_the_receipt(
+    witnessed_save: tuple[Path, Path],
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    saved, receipt = witnessed_save
+    argv = ["explain", str(saved), "--startup-log", str(REAL / "startup.log")]
+    argv += ["--receipt", str(receipt), "--json"]
+    verified = _log_join(capsys, [*argv, "--verify-key-env", SIGN_ENV], monkeypatch)
+    assert (verified["verdict"], verified["reason"]) == ("established", "established")
+    unverified = _log_join(capsys, argv, monkeypatch)
+    assert (unverified["verdict"], unverified["reason"]) == ("refused", "capture_unverified")
+
+
+def test_explain_receipt_without_a_log_is_one_line(
+    witnessed_save: tuple[Path, Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    saved, receipt = witnessed_save
+    assert main(["explain", str(saved), "--receipt", str(receipt)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert "--receipt goes with a startup log" in err

@@ -26,7 +26,10 @@ size and digest is verified; every observation is re-derived from the raw bytes 
 decision is never read back from JSON.  A startup.log is used only when the manifest
 lists it (probe --save --startup-log) or --startup-log names a log.  A directory of bare
 <route>.body files is read only with --bodies, as a historical bundle (never joined).
-The report's provenance line says whether the capture was signed.
+The report's provenance line says whether the capture was signed.  --receipt joins the
+log to the saved front door only when the capture's signature verified under
+--verify-key-env: an unsigned capture's start time is asserted by a file, not observed
+(log_join: capture_unverified).
 exit status: 0 assessed, 2 unreadable or tampered input, 3 a --require'd claim refused.
 """
 
@@ -59,6 +62,12 @@ def register(subparsers: Any) -> None:
         "--verify-key-env",
         metavar="VAR",
         help="refuse the directory unless its manifest is signed by the key in $VAR",
+    )
+    parser.add_argument(
+        "--receipt",
+        metavar="FILE",
+        help="the launch receipt `vllm-evidence launch` wrote for the log (joins the log "
+        "only to a capture whose signature verified under --verify-key-env)",
     )
     add_report_arguments(parser)
     parser.set_defaults(handler=run)
@@ -95,9 +104,22 @@ def run(args: argparse.Namespace) -> int:
         else readback_from_batch(read.capture)
     )
     log_path = args.startup_log or provenance.startup_log
+    if args.receipt and log_path is None:
+        return fail(PROG, "--receipt goes with a startup log: a receipt witnesses a log")
+    receipt = None
+    if args.receipt:
+        from vllm_evidence.adapters.receipt import read_launch_receipt
+
+        try:
+            receipt = read_launch_receipt(args.receipt)
+        except InputError as exc:
+            return fail(PROG, str(exc))
     log = None
     if log_path is not None:
-        log_read = read_startup_log(log_path)
+        # A log named here is read, with a receipt, to the length the receipt digested
+        # (it keeps growing after the receipt is written); a saved copy is read whole.
+        first_bytes = receipt.log_bytes if receipt is not None and args.startup_log else None
+        log_read = read_startup_log(log_path, first_bytes=first_bytes)
         if isinstance(log_read, LogReadFailure):
             return fail(PROG, log_read.describe())
         log = log_read
@@ -107,7 +129,7 @@ def run(args: argparse.Namespace) -> int:
             )
             return fail(PROG, str(error))
     try:
-        assessment = assess(readback, log, launch=args.launch)
+        assessment = assess(readback, log, launch=args.launch, receipt=receipt)
     except InputError as exc:
         return fail(PROG, str(exc))
     print_report(assessment, json_out=args.json)
