@@ -12,13 +12,13 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests._cli import run_cli
 from tests._paths import REAL
 from tests._reseal import reseal
 from vllm_evidence.capture.batch import CaptureBatch, CaptureOrigin
@@ -270,14 +270,7 @@ def test_a_bare_body_symlinked_to_dev_zero_is_refused(tmp_path: Path) -> None:
 
 
 def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "vllm_evidence", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "NO_COLOR": "1", **(env or {})},
-        timeout=120,
-    )
+    return run_cli(*args, env=env, timeout=120)
 
 
 def test_probe_signs_and_explain_verifies(tmp_path: Path) -> None:

@@ -5,15 +5,14 @@ from __future__ import annotations
 
 import io
 import json
-import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests._cli import run_cli
 from tests._paths import REAL
 from tests._reseal import reseal
 from vllm_evidence.adapters.failure import BodyParseFailure
@@ -29,14 +28,7 @@ HUGE = "9" * 5000
 
 
 def _run(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "vllm_evidence", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={**os.environ, "NO_COLOR": "1", **(env or {})},
-        timeout=60,
-    )
+    return run_cli(*args, env=env, timeout=60)
 
 
 def _one_line(out: subprocess.CompletedProcess[str]) -> str:
