@@ -32,6 +32,7 @@ from tests._evidence import (
 from vllm_evidence.adapters.receipt import parse_launch_receipt
 from vllm_evidence.adapters.startup_log import StartupLog
 from vllm_evidence.assessment import Assessment, assess
+from vllm_evidence.capture.generated import _answered_batch
 from vllm_evidence.decisions import (
     LogJoined,
     LogJoinReason,
@@ -41,6 +42,7 @@ from vllm_evidence.decisions import (
     Subject,
 )
 from vllm_evidence.errors import InputError
+from vllm_evidence.readback import readback_from_batch
 from vllm_evidence.testing.stub import Fault
 from vllm_evidence.upstream import Route
 
@@ -201,6 +203,32 @@ def test_through_a_port_forward_the_receipts_start_time_decides() -> None:
     other = receipt_for(startup_log, start="1.5e+09")
     refused = _refused(assess(door, startup_log, receipt=other))
     assert refused.reason is LogJoinReason.START_TIME_CONTRADICTED
+
+
+@pytest.mark.parametrize(
+    ("target", "printed", "contradicted"),
+    [
+        ("https://replica.example", 443, False),
+        ("https://replica.example", 80, True),
+        ("http://replica.example", 80, False),
+        ("http://replica.example", 443, True),
+    ],
+)
+def test_a_target_without_a_port_is_read_on_its_schemes_default_port(
+    target: str, printed: int, contradicted: bool
+) -> None:
+    """No port in the target: the probe read 443 for https and 80 for http (RFC 9110
+    section 4.2), so a launch given the other one is the visible contradiction."""
+    answers = {
+        route: (200, (("content-type", "application/json"),), body) for route, body in DOOR.bodies
+    }
+    door = readback_from_batch(_answered_batch(target, answers))
+    startup_log = _log(banner("0.32.0") + args(f"{{'port': {printed}}}") + engine_init(tp=1))
+    refused = _refused(assess(door, startup_log))
+    assert (refused.reason is LogJoinReason.PORT_CONTRADICTED) is contradicted, refused
+    if contradicted:
+        probed = 443 if target.startswith("https") else 80
+        assert f"but the probe read port {probed}" in refused.detail
 
 
 def test_on_the_launchs_own_port_the_join_has_no_port_note() -> None:
