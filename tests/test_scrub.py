@@ -127,6 +127,12 @@ def test_the_word_shortcut_changes_no_output(pieces: list[str], form: str) -> No
     [
         ("pa\u017f\u017fword=hunter2", "pa\u017f\u017fword=***"),  # non-ASCII: every pattern
         ("apiKey=\u212a", "apiKey=***"),
+        # the words folded: each of the four letters stands in a word the shortcut seeks
+        ("author\u0130zation: tok3n \u00d7 2", "author\u0130zation: *** \u00d7 2"),
+        ("\u00e9 \u017fecret=abc", "\u00e9 \u017fecret=***"),
+        ("\u00e9 api_\u212aey=abc", "\u00e9 api_\u212aey=***"),
+        ("\u00e9 BA\u0131SIC x", "\u00e9 BA\u0131SIC x"),  # the scheme words are literal
+        ("ranks \u00d7 2 \u2026 no words", "ranks \u00d7 2 \u2026 no words"),
         ("a\x7fb", "a\\x7fb"),  # DEL is ASCII and still escaped
         ("plain ascii, no words", "plain ascii, no words"),
     ],
