@@ -34,7 +34,7 @@ from vllm_evidence.adapters.outcome import (
 from vllm_evidence.adapters.server_info import ServerInfo
 from vllm_evidence.adapters.version import SelfReportedVersion
 from vllm_evidence.adapters.world_size import WorldSizeProduct
-from vllm_evidence.capture.batch import NOT_SENT_DETAILS, ExchangeRole, Transport
+from vllm_evidence.capture.batch import NOT_SENT_DETAILS, CaptureBatch, ExchangeRole, Transport
 from vllm_evidence.capture.directory import save
 from vllm_evidence.capture.http import RouteClient, clean_target, probe, probe_sync
 from vllm_evidence.cli import main
@@ -458,8 +458,6 @@ def test_a_shared_client_reads_each_target_like_its_own_client() -> None:
     key = "sk-shared-client-5521"
 
     async def both(a: str, b: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-        from vllm_evidence.capture.http import _TRANSPORTS
-
         async with new_client() as client:
             batch_a, batch_b = await asyncio.gather(
                 probe(a, client=client, api_key=key),
@@ -467,7 +465,7 @@ def test_a_shared_client_reads_each_target_like_its_own_client() -> None:
             )
             # each server's connections close when its probe ends: what is open is
             # bounded by the servers being read, not by the servers read so far
-            assert _TRANSPORTS[client].open_pools == 0
+            assert client.open_servers == 0
         return list(batch_a.request_lines()), list(batch_b.request_lines())
 
     with serve_capture(REAL, api_key=key) as a, serve_capture(REAL) as b:
@@ -533,11 +531,18 @@ def test_no_import_is_retried_on_every_request() -> None:
         def find_spec(self, name: str, path: object = None, target: object = None) -> None:
             looked_up.append(name)
 
+    import httpx
+
+    async def three(url: str) -> None:
+        # the httpx path: a caller's own client (the probe's own connections use no httpx)
+        async with httpx.AsyncClient() as client:
+            for _ in range(3):
+                await probe(url, client=client)
+
     sys.meta_path.insert(0, Spy())
     try:
         with serve_capture(REAL) as door:
-            for _ in range(3):
-                probe_sync(door.url)
+            asyncio.run(three(door.url))
     finally:
         sys.meta_path.pop(0)
     assert looked_up.count("sniffio") == 0
@@ -616,3 +621,24 @@ def test_probe_refuses_a_client_with_request_hooks() -> None:
 
     with pytest.raises(InputError, match="no auth and no request hooks"):
         asyncio.run(run())
+
+
+def test_a_callers_httpx_client_and_the_probes_own_connections_read_the_same_batch() -> None:
+    import httpx
+
+    async def with_httpx(url: str) -> CaptureBatch:
+        async with httpx.AsyncClient() as client:
+            return await probe(url, client=client)
+
+    with serve_capture(REAL) as door:
+        own = probe_sync(door.url)
+        theirs = asyncio.run(with_httpx(door.url))
+
+    def seen(batch: CaptureBatch) -> list[tuple[object, ...]]:
+        return [
+            (e.route, e.role, e.transport, e.status, e.body, e.detail, e.headers)
+            for e in batch.all_exchanges()
+        ]
+
+    assert seen(own) == seen(theirs)
+    assert own.request_lines() == theirs.request_lines()

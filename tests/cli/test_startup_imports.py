@@ -1,6 +1,7 @@
 """What the command line imports for a command: reading a saved directory needs no HTTP
-client and no event loop, and ``--version`` no package metadata.  Behaviour, not timing:
-each command runs in a fresh interpreter that reports the modules it ended with."""
+client and no event loop, probing needs no httpx, and ``--version`` no package metadata.
+Behaviour, not timing: each command runs in a fresh interpreter that reports the modules
+it ended with."""
 
 from __future__ import annotations
 
@@ -22,7 +23,7 @@ sys.argv = ["vllm-evidence", *sys.argv[1:]]
 runpy.run_module("vllm_evidence", run_name="__main__")
 """
 
-NETWORK = ("httpx", "httpcore", "anyio", "asyncio", "ssl")
+NETWORK = ("httpx", "httpcore", "anyio", "asyncio", "ssl", "h11")
 
 
 def _modules(*args: str) -> set[str]:
@@ -43,8 +44,10 @@ def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = tmp_path_factory.mktemp("saved") / "capture"
     with serve_capture(REAL) as door:
         modules = _modules("probe", door.url, "--save", str(directory), "--json")
-    # The probe itself does load the client: the listing sees what a command loads.
-    assert {"httpx", "asyncio"} <= modules
+    # The probe itself does load its client (its own connections, parsed by h11, and no
+    # httpx stack): the listing sees what a command loads.
+    assert {"h11", "asyncio"} <= modules
+    assert not modules & {"httpx", "httpcore", "anyio"}
     return directory
 
 

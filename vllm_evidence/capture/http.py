@@ -15,12 +15,12 @@ import re
 import ssl
 import time
 import uuid
-import weakref
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Final, final
 
 from vllm_evidence._scrub import remember, scrub_body
 from vllm_evidence.capture._target import clean_target
+from vllm_evidence.capture._wire import ProbeClient, server_address
 from vllm_evidence.capture.batch import (
     NOT_SENT_DETAILS,
     CaptureBatch,
@@ -37,12 +37,11 @@ from vllm_evidence.upstream.routes import PROBE_ROUTES, Route
 if TYPE_CHECKING:
     import httpx
 
-    from vllm_evidence.capture._pool import PerServerTransport
-
 __all__ = [
     "DEFAULT_DEADLINE_S",
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_TIMEOUT_S",
+    "ProbeClient",
     "RouteClient",
     "clean_target",
     "new_client",
@@ -72,20 +71,30 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+#: What one send gives back: status, headers, body, transport and detail.
+_Sent = tuple[int | None, tuple[tuple[str, str], ...], bytes | None, Transport, str]
+
+#: A base path as it may go on the wire before a closed route's target: empty, or
+#: ``/`` and the cleaned base path's characters.
+_BASE_PATH_RE = re.compile(r"(?:/[A-Za-z0-9\-._~!$&'()*+,;=:@/%]*)?")
+
+
 @final
 class RouteClient:
-    """The closed-route HTTP layer: GET one probe-readable :class:`Route`, nothing else."""
+    """The closed-route HTTP layer: GET one probe-readable :class:`Route`, nothing else.
+
+    ``client`` is a :class:`ProbeClient` (the probe's own connections) or an
+    :class:`httpx.AsyncClient` (one with no auth and no request hooks)."""
 
     def __init__(
         self,
-        client: httpx.AsyncClient,
+        client: ProbeClient | httpx.AsyncClient,
         target: str,
         *,
         max_body_bytes: int,
         timeout_s: float,
         deadline: float,
         headers: dict[str, str] | None = None,
-        sent: list[tuple[str, str]] | None = None,
         secrets: tuple[str, ...] = (),
     ) -> None:
         self._client = client
@@ -95,88 +104,36 @@ class RouteClient:
         self._timeout_s = timeout_s
         self._deadline = deadline
         self._headers = dict(headers or {})
-        self._sent = sent
+        # Parsed once here, not once a request.
+        self._origin, self._base_path = _target_parts(target)
+        self._address = server_address(target) if isinstance(client, ProbeClient) else None
+        self._header_list = list(self._headers.items())
 
     async def get(self, route: Route, role: ExchangeRole = ExchangeRole.ROUTE) -> Exchange:
         """GET ``route`` and return the exchange, whatever happened."""
         if not isinstance(route, Route) or not route.probe_readable:  # type: ignore[redundant-expr]  # callers outside mypy can pass anything
             msg = f"the probe reads only probe-readable Route members, not {route!r}"
             raise TypeError(msg)
-        import httpx
-
-        # The request's own headers (the key among them), never the client's: a client
-        # shared by every target of a run carries no target's key.
-        request = self._client.build_request(
-            "GET",
-            self._target + route.target,
-            headers=self._headers,
-            timeout=httpx.Timeout(self._timeout_s),
-        )
-        origin, base_path = _target_parts(self._target)
-        expected = (base_path + route.target).encode("ascii")
-        if request.url.raw_path != expected or str(request.url.copy_with(raw_path=b"")).rstrip(
-            "/"
-        ) != origin.rstrip("/"):
+        path = self._base_path + route.target
+        if not _BASE_PATH_RE.fullmatch(self._base_path):
             # Defence in depth: clean_target already refuses what could get here.
             msg = "the request line would not be the closed route's own target"
             raise InputError(msg)
         started_ns = time.monotonic_ns()
         started_at = _utc_now()
-        status: int | None = None
-        headers: tuple[tuple[str, str], ...] = ()
-        body: bytes | None = None
-        transport = Transport.ANSWERED
-        detail = ""
-        remaining = self._deadline - time.monotonic()
-        budget = min(self._timeout_s, remaining)
-        try:
-            if budget <= 0:
-                transport = Transport.TIMED_OUT
-                detail = NOT_SENT_DETAILS[0]
-            else:
-                if self._sent is not None:
-                    self._sent.append((request.method, request.url.raw_path.decode("ascii")))
-                async with asyncio.timeout(budget):
-                    response = await self._client.send(request, stream=True, follow_redirects=False)
-                    try:
-                        status = response.status_code
-                        headers = tuple(response.headers.items())
-                        chunks: list[bytes] = []
-                        size = 0
-                        declared = response.headers.get("content-length", "")
-                        if (
-                            declared.isascii()
-                            and declared.isdigit()
-                            and (len(declared) > 15 or int(declared) > self._max_body_bytes)
-                        ):
-                            transport = Transport.TOO_LARGE
-                        else:
-                            async for chunk in response.aiter_raw():
-                                size += len(chunk)
-                                if size > self._max_body_bytes:
-                                    transport = Transport.TOO_LARGE
-                                    break
-                                chunks.append(chunk)
-                        if transport is Transport.TOO_LARGE:
-                            detail = f"body larger than {self._max_body_bytes} bytes"
-                        else:
-                            body = b"".join(chunks)
-                            kept = scrub_body(body, secrets=self._secrets)
-                            if kept != body:
-                                body = kept
-                                detail = "the API key was in the body and is replaced by ***"
-                    finally:
-                        await response.aclose()
-        except (TimeoutError, httpx.TimeoutException) as exc:
-            transport, body = Transport.TIMED_OUT, None
-            detail = f"no complete answer within {budget:.3g}s ({type(exc).__name__})"
-        except httpx.LocalProtocolError as exc:
-            # Raised before anything is sent; its text can quote request headers (the key).
-            transport, body = Transport.UNREACHABLE, None
-            detail = f"{type(exc).__name__} {NOT_SENT_DETAILS[1]}"
-        except httpx.TransportError as exc:
-            transport, body = Transport.UNREACHABLE, None
-            detail = f"{type(exc).__name__}: {exc}"
+        budget = min(self._timeout_s, self._deadline - time.monotonic())
+        if budget <= 0:
+            sent: _Sent = (None, (), None, Transport.TIMED_OUT, NOT_SENT_DETAILS[0])
+        elif isinstance(self._client, ProbeClient):
+            sent = await self._send_wire(self._client, path, budget)
+        else:
+            sent = await self._send_httpx(self._client, path, budget)
+        status, headers, body, transport, detail = sent
+        if body is not None:
+            kept = scrub_body(body, secrets=self._secrets)
+            if kept != body:
+                body = kept
+                detail = "the API key was in the body and is replaced by ***"
         return _new_exchange(
             route=route,
             role=role,
@@ -191,6 +148,92 @@ class RouteClient:
             ended_at=_utc_now(),
             detail=detail,
         )
+
+    def _too_large(self) -> str:
+        return f"body larger than {self._max_body_bytes} bytes"
+
+    async def _send_wire(self, client: ProbeClient, path: str, budget: float) -> _Sent:
+        import h11
+
+        assert self._address is not None  # noqa: S101 - set with a ProbeClient
+        try:
+            async with asyncio.timeout(budget):
+                reply = await client.get(
+                    self._address, path, self._header_list, max_body_bytes=self._max_body_bytes
+                )
+        except TimeoutError as exc:
+            detail = f"no complete answer within {budget:.3g}s ({type(exc).__name__})"
+            return None, (), None, Transport.TIMED_OUT, detail
+        except h11.LocalProtocolError as exc:
+            # Raised before anything is sent; its text can quote request headers (the key).
+            return (
+                None,
+                (),
+                None,
+                Transport.UNREACHABLE,
+                f"{type(exc).__name__} {NOT_SENT_DETAILS[1]}",
+            )
+        except (OSError, EOFError, h11.ProtocolError) as exc:
+            return None, (), None, Transport.UNREACHABLE, f"{type(exc).__name__}: {exc}"
+        if reply.too_large:
+            return reply.status, reply.headers, None, Transport.TOO_LARGE, self._too_large()
+        return reply.status, reply.headers, reply.body, Transport.ANSWERED, ""
+
+    async def _send_httpx(self, client: httpx.AsyncClient, path: str, budget: float) -> _Sent:
+        import httpx
+
+        # The request's own headers (the key among them), never the client's: a client
+        # shared by every target of a run carries no target's key.
+        request = client.build_request(
+            "GET",
+            self._origin + path,
+            headers=self._headers,
+            timeout=httpx.Timeout(self._timeout_s),
+        )
+        if request.url.raw_path != path.encode("ascii") or str(
+            request.url.copy_with(raw_path=b"")
+        ).rstrip("/") != self._origin.rstrip("/"):
+            msg = "the request line would not be the closed route's own target"
+            raise InputError(msg)
+        status: int | None = None
+        headers: tuple[tuple[str, str], ...] = ()
+        try:
+            async with asyncio.timeout(budget):
+                response = await client.send(request, stream=True, follow_redirects=False)
+                try:
+                    status = response.status_code
+                    headers = tuple(response.headers.items())
+                    declared = response.headers.get("content-length", "")
+                    if (
+                        declared.isascii()
+                        and declared.isdigit()
+                        and (len(declared) > 15 or int(declared) > self._max_body_bytes)
+                    ):
+                        return status, headers, None, Transport.TOO_LARGE, self._too_large()
+                    chunks: list[bytes] = []
+                    size = 0
+                    async for chunk in response.aiter_raw():
+                        size += len(chunk)
+                        if size > self._max_body_bytes:
+                            return status, headers, None, Transport.TOO_LARGE, self._too_large()
+                        chunks.append(chunk)
+                    return status, headers, b"".join(chunks), Transport.ANSWERED, ""
+                finally:
+                    await response.aclose()
+        except (TimeoutError, httpx.TimeoutException) as exc:
+            detail = f"no complete answer within {budget:.3g}s ({type(exc).__name__})"
+            return status, headers, None, Transport.TIMED_OUT, detail
+        except httpx.LocalProtocolError as exc:
+            # Raised before anything is sent; its text can quote request headers (the key).
+            return (
+                None,
+                (),
+                None,
+                Transport.UNREACHABLE,
+                f"{type(exc).__name__} {NOT_SENT_DETAILS[1]}",
+            )
+        except httpx.TransportError as exc:
+            return None, (), None, Transport.UNREACHABLE, f"{type(exc).__name__}: {exc}"
 
 
 def _ssl_verify(*, verify: bool | str | ssl.SSLContext) -> bool | ssl.SSLContext:
@@ -213,48 +256,35 @@ def new_client(
     *,
     verify: bool | str | ssl.SSLContext = True,
     timeout: float = DEFAULT_TIMEOUT_S,
-) -> httpx.AsyncClient:
-    """One client for every target of a run: one SSL context, one transport.
+) -> ProbeClient:
+    """One client for every target of a run: one SSL context, connections kept per server.
 
-    ``verify`` is TLS certificate verification: ``True`` (the system's CA bundle),
-    ``False``, a CA file or directory, or an :class:`ssl.SSLContext` (a private CA).
-    The SSL context is built once, here, however many servers are read.  Connections
-    are pooled per server (see :mod:`vllm_evidence.capture._pool`), and a server's are
-    closed when the last :func:`probe` of it through this client ends, so what is open
-    is bounded by how many servers are read at once.  The client carries no API key
-    (each request carries its own), keeps no cookie (one server's cookie never reaches
-    another on the same host), follows no redirect and reads no proxy settings from the
-    environment.  Close it (``async with``) when done.
+    ``verify`` is TLS certificate verification: ``True`` (the CA bundle httpx uses),
+    ``False``, a CA file or directory, or an :class:`ssl.SSLContext` (a private CA).  A
+    CA file is read here (an :class:`InputError` if it cannot be); the SSL context is
+    built once, on the first ``https`` target, however many servers are read.  A server's
+    connections are closed when the last :func:`probe` of it through this client ends, so
+    what is open is bounded by how many servers are read at once.  The client carries no
+    API key (each request carries its own), keeps no cookie, follows no redirect and
+    reads no proxy or certificate settings from the environment.  ``timeout`` is kept
+    for compatibility: each :func:`probe` gives its own.  Close it (``async with``) when
+    done.
     """
-    from http.cookiejar import CookieJar, DefaultCookiePolicy
+    del timeout  # each probe bounds its own requests
+    return ProbeClient(
+        verify=_ssl_verify(verify=verify), connections_per_server=len(PROBE_ROUTES) + 1
+    )
 
+
+def _check_client(client: object) -> None:
+    """Refuse a client that could change a request after the route check."""
+    if isinstance(client, ProbeClient):
+        return
     import httpx
 
-    from vllm_evidence.capture._pool import PerServerTransport
-
-    context = _ssl_verify(verify=verify)
-    if not isinstance(context, ssl.SSLContext):
-        context = httpx.create_ssl_context(verify=context, trust_env=False)
-    transport = PerServerTransport(context, connections_per_server=len(PROBE_ROUTES) + 1)
-    client = httpx.AsyncClient(
-        transport=transport,
-        cookies=CookieJar(policy=DefaultCookiePolicy(allowed_domains=[])),
-        follow_redirects=False,
-        timeout=httpx.Timeout(timeout),
-        trust_env=False,
-    )
-    _TRANSPORTS[client] = transport
-    return client
-
-
-_TRANSPORTS: weakref.WeakKeyDictionary[httpx.AsyncClient, PerServerTransport] = (
-    weakref.WeakKeyDictionary()
-)
-"""The transport of each client :func:`new_client` made (to close a server's pool)."""
-
-
-def _check_client(client: httpx.AsyncClient) -> None:
-    """Refuse a client that could change a request after the route check."""
+    if not isinstance(client, httpx.AsyncClient):
+        msg = "client must be a ProbeClient (new_client()) or an httpx.AsyncClient"
+        raise InputError(msg)
     if client.auth is not None or client.event_hooks["request"]:
         msg = (
             "the probe's client must have no auth and no request hooks: either could "
@@ -273,7 +303,7 @@ async def probe(
     development_routes: bool = True,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     verify: bool | str | ssl.SSLContext = True,
-    client: httpx.AsyncClient | None = None,
+    client: ProbeClient | httpx.AsyncClient | None = None,
 ) -> CaptureBatch:
     """Read one front door: ``/metrics``, then the other routes concurrently, then ``/metrics``.
 
@@ -311,7 +341,7 @@ async def probe(
     ]
     end = time.monotonic() + deadline
 
-    async def read(shared: httpx.AsyncClient) -> CaptureBatch:
+    async def read(shared: ProbeClient | httpx.AsyncClient) -> CaptureBatch:
         layer = RouteClient(
             shared,
             target,
@@ -333,20 +363,17 @@ async def probe(
             origin=CaptureOrigin.PROBED,
         )
 
-    if client is not None:
-        transport = _TRANSPORTS.get(client)
-        if transport is None:
-            batch = await read(client)
-        else:
-            transport.acquire(target)
-            try:
-                batch = await read(client)
-            finally:
-                await transport.release(target)
-    else:
-        async with new_client(verify=verify, timeout=timeout) as own:
-            batch = await read(own)
-    return batch
+    if client is None:
+        async with new_client(verify=verify) as own:
+            return await read(own)
+    if not isinstance(client, ProbeClient):
+        return await read(client)
+    address = server_address(target)
+    client.acquire(address)
+    try:
+        return await read(client)
+    finally:
+        client.release(address)
 
 
 def probe_sync(
@@ -358,7 +385,7 @@ def probe_sync(
     development_routes: bool = True,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     verify: bool | str | ssl.SSLContext = True,
-    client: httpx.AsyncClient | None = None,
+    client: ProbeClient | httpx.AsyncClient | None = None,
 ) -> CaptureBatch:
     """:func:`probe`, run to completion on a fresh event loop (same parameters, same
     batch with its :meth:`~CaptureBatch.request_lines`).  A shared ``client`` must not

@@ -1,0 +1,422 @@
+"""The probe's own HTTP/1.1 connections (``capture/_wire.py``) against scripted servers.
+
+Each server here is a raw asyncio server whose answers are written byte for byte, so
+what the client does with each framing (length, chunks, until close), with a kept-alive
+connection the server dropped, and with hostile heads and bodies is seen directly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
+
+import h11
+import pytest
+
+from vllm_evidence.capture._wire import (
+    MAX_HEAD_BYTES,
+    ProbeClient,
+    Reply,
+    server_address,
+)
+from vllm_evidence.errors import InputError
+
+T = TypeVar("T")
+
+#: What a scripted server does with one connection: read requests, write bytes.
+Script = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
+
+HEADERS = [("Accept", "*/*"), ("User-Agent", "vllm-evidence")]
+
+
+async def _request(reader: asyncio.StreamReader) -> bytes:
+    """One request head as it arrived (empty at end of stream)."""
+    try:
+        return await reader.readuntil(b"\r\n\r\n")
+    except asyncio.IncompleteReadError:
+        return b""
+
+
+async def _serve(script: Script, run: Callable[[str], Awaitable[T]]) -> tuple[T, int]:
+    """``run`` against a server that runs ``script`` on each connection: its result and
+    how many connections the server accepted."""
+    connections = 0
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal connections
+        connections += 1
+        try:
+            await script(reader, writer)
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        async with server:
+            result = await run(f"http://127.0.0.1:{port}")
+    finally:
+        server.close()
+    return result, connections
+
+
+def _get(
+    script: Script, *, paths: tuple[str, ...] = ("/metrics",), cap: int = 1 << 20
+) -> tuple[list[Reply | BaseException], int]:
+    async def run(target: str) -> list[Reply | BaseException]:
+        address = server_address(target)
+        out: list[Reply | BaseException] = []
+        async with ProbeClient() as client:
+            client.acquire(address)
+            for path in paths:
+                try:
+                    out.append(await client.get(address, path, HEADERS, max_body_bytes=cap))
+                except (OSError, EOFError, h11.ProtocolError) as exc:
+                    out.append(exc)
+            client.release(address)
+        return out
+
+    return asyncio.run(_serve(script, run))
+
+
+def _reply(item: Reply | BaseException) -> Reply:
+    assert isinstance(item, Reply), item
+    return item
+
+
+def _keep_alive(*bodies: bytes, extra: bytes = b"") -> Script:
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        for body in bodies:
+            if not await _request(reader):
+                return
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n%s\r\n" % (len(body), extra))
+            writer.write(body)
+            await writer.drain()
+
+    return script
+
+
+# --- framing ------------------------------------------------------------------------
+
+
+def test_a_kept_alive_connection_carries_the_next_request() -> None:
+    replies, connections = _get(_keep_alive(b"one", b"two"), paths=("/a", "/b"))
+    assert [_reply(r).body for r in replies] == [b"one", b"two"]
+    assert connections == 1
+
+
+def test_a_chunked_body_is_read_whole_and_the_chunks_are_not_kept() -> None:
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(
+            b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n"
+            b"5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n"
+        )
+        await writer.drain()
+
+    (reply,), _ = _get(script)
+    assert _reply(reply).body == b"hello world"
+    assert _reply(reply).status == 200
+
+
+def test_a_body_read_until_close_ends_with_the_connection() -> None:
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(b"HTTP/1.0 200 OK\r\ncontent-type: text/plain\r\n\r\nall of it")
+        await writer.drain()
+
+    (reply,), _ = _get(script)
+    assert _reply(reply).body == b"all of it"
+    assert ("content-type", "text/plain") in _reply(reply).headers
+
+
+def test_headers_are_lower_case_and_repeats_joined_as_httpx_joins_them() -> None:
+    extra = b"X-Seen: a\r\nx-seen: b\r\nServer: uvicorn\r\n"
+    (reply,), _ = _get(_keep_alive(b"{}", extra=extra))
+    headers = dict(_reply(reply).headers)
+    assert headers["x-seen"] == "a, b"
+    assert headers["server"] == "uvicorn"
+
+
+def test_an_informational_answer_is_passed_over() -> None:
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 503 X\r\ncontent-length: 2\r\n\r\nno")
+        await writer.drain()
+
+    (reply,), _ = _get(script)
+    assert (_reply(reply).status, _reply(reply).body) == (503, b"no")
+
+
+# --- connections the server dropped -------------------------------------------------
+
+
+def test_a_kept_alive_connection_the_server_closed_is_retried_once_on_a_new_one() -> None:
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        # Answers one request, says nothing of closing, then closes.
+        await _request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+        await writer.drain()
+
+    replies, connections = _get(script, paths=("/a", "/b"))
+    assert [_reply(r).body for r in replies] == [b"ok", b"ok"]
+    assert connections == 2
+
+
+def test_a_new_connection_closed_without_an_answer_is_an_error_not_a_retry() -> None:
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+
+    (error,), connections = _get(script)
+    assert isinstance(error, EOFError)
+    assert str(error) == "the server closed the connection without answering"
+    assert connections == 1
+
+
+def test_an_answer_cut_short_is_an_error() -> None:
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nhalf")
+        await writer.drain()
+
+    (error,), _ = _get(script)
+    assert isinstance(error, h11.RemoteProtocolError | EOFError), error
+
+
+# --- hostile heads and bodies -------------------------------------------------------
+
+
+def test_a_declared_length_past_the_cap_reads_nothing_of_the_body() -> None:
+    (reply,), _ = _get(_keep_alive(b"x" * 100), cap=99)
+    assert _reply(reply).too_large
+    assert _reply(reply).body is None
+    (reply,), _ = _get(_keep_alive(b"x" * 99), cap=99)
+    assert not _reply(reply).too_large
+    assert _reply(reply).body == b"x" * 99
+
+
+def test_a_chunked_body_past_the_cap_is_cut_off() -> None:
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
+        for _ in range(1000):
+            writer.write(b"400\r\n" + b"y" * 0x400 + b"\r\n")
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+
+    (reply,), _ = _get(script, cap=4096)
+    assert _reply(reply).too_large
+    assert _reply(reply).body is None
+
+
+def test_a_head_past_its_bound_is_refused() -> None:
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\n")
+        # h11 refuses a head once more than the bound of it is buffered unfinished (a
+        # head that ends within one more read can pass: the bound is on memory)
+        writer.write(b"x-pad: " + b"p" * (3 * MAX_HEAD_BYTES) + b"\r\n\r\n")
+        await writer.drain()
+
+    (error,), _ = _get(script)
+    assert isinstance(error, h11.RemoteProtocolError), error
+
+
+def test_garbage_instead_of_a_status_line_is_refused() -> None:
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(b"SSH-2.0-OpenSSH_9.6\r\n\r\n")
+        await writer.drain()
+
+    (error,), _ = _get(script)
+    assert isinstance(error, h11.RemoteProtocolError), error
+
+
+def test_a_connection_that_failed_is_never_kept() -> None:
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while await _request(reader):
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 50\r\n\r\n" + b"z" * 50)
+            await writer.drain()
+
+    # the first answer passes the cap (left unread, so the connection is closed); the
+    # second goes on a new connection and is read whole
+    async def run(target: str) -> tuple[bool, bytes | None, int]:
+        address = server_address(target)
+        async with ProbeClient() as client:
+            first = await client.get(address, "/a", HEADERS, max_body_bytes=10)
+            kept = client.open_servers
+            second = await client.get(address, "/b", HEADERS, max_body_bytes=100)
+            return first.too_large, second.body, kept
+
+    (too_large, body, kept), connections = asyncio.run(_serve(script, run))
+    assert too_large
+    assert kept == 0
+    assert body == b"z" * 50
+    assert connections == 2
+
+
+# --- the request ---------------------------------------------------------------------
+
+
+def test_the_request_is_the_given_line_and_headers_after_host() -> None:
+    seen: list[bytes] = []
+
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        seen.append(await _request(reader))
+        writer.write(b"HTTP/1.1 204 No Content\r\n\r\n")
+        await writer.drain()
+
+    (reply,), _ = _get(script, paths=("/v%7Eendor/server_info?config_format=json",))
+    assert _reply(reply).status == 204
+    lines = seen[0].decode("ascii").split("\r\n")
+    assert lines[0] == "GET /v%7Eendor/server_info?config_format=json HTTP/1.1"
+    assert lines[1].startswith("Host: 127.0.0.1:")
+    assert lines[2:5] == ["Accept: */*", "User-Agent: vllm-evidence", ""]
+
+
+def test_a_header_value_with_a_line_break_is_refused_before_sending() -> None:
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+
+    async def run(target: str) -> BaseException | None:
+        address = server_address(target)
+        async with ProbeClient() as client:
+            try:
+                await client.get(address, "/a", [("X", "a\r\nB: c")], max_body_bytes=10)
+            except h11.LocalProtocolError as exc:
+                return exc
+        return None
+
+    error, _ = asyncio.run(_serve(script, run))
+    assert isinstance(error, h11.LocalProtocolError)
+
+
+# --- addresses and TLS ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("target", "scheme", "host", "port", "authority"),
+    [
+        ("http://127.0.0.1:8000", "http", "127.0.0.1", 8000, "127.0.0.1:8000"),
+        ("https://replica.example/v1", "https", "replica.example", 443, "replica.example"),
+        ("http://replica.example", "http", "replica.example", 80, "replica.example"),
+        ("http://[::1]:8000/x", "http", "::1", 8000, "[::1]:8000"),
+        ("https://[::1]", "https", "::1", 443, "[::1]"),
+    ],
+)
+def test_a_cleaned_targets_address(
+    target: str, scheme: str, host: str, port: int, authority: str
+) -> None:
+    address = server_address(target)
+    assert (address.scheme, address.host, address.port, address.authority) == (
+        scheme,
+        host,
+        port,
+        authority,
+    )
+
+
+@pytest.mark.parametrize("target", ["ftp://host", "http://", "http://host:80x", "host:80"])
+def test_a_target_that_was_not_cleaned_is_refused(target: str) -> None:
+    with pytest.raises(InputError, match="not a cleaned target"):
+        server_address(target)
+
+
+def test_the_ssl_context_is_built_once_and_only_for_https() -> None:
+    client = ProbeClient()
+    assert client._context is None  # nothing built for a fleet of http servers
+    first = client._ssl_context()
+    assert first is client._ssl_context()
+    assert first.verify_mode is ssl.CERT_REQUIRED
+    assert first.check_hostname
+    insecure = ProbeClient(verify=False)._ssl_context()
+    assert insecure.verify_mode is ssl.CERT_NONE
+    assert not insecure.check_hostname
+    own = ssl.create_default_context()
+    assert ProbeClient(verify=own)._ssl_context() is own
+
+
+def test_a_closed_client_takes_no_more_probes() -> None:
+    async def run() -> None:
+        client = ProbeClient()
+        await client.aclose()
+        client.acquire(server_address("http://127.0.0.1:9"))
+
+    with pytest.raises(InputError, match="closed"):
+        asyncio.run(run())
+
+
+# --- TLS through the public probe -----------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
+    """A self-signed certificate for 127.0.0.1 and its key (made by openssl)."""
+    import shutil
+    import subprocess
+
+    openssl = shutil.which("openssl")
+    assert openssl is not None, "openssl is needed to make the test certificate"
+    where = tmp_path_factory.mktemp("tls")
+    cert, key = str(where / "cert.pem"), str(where / "key.pem")
+    subprocess.run(
+        [
+            *(openssl, "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1"),
+            *("-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1"),
+            *("-keyout", key, "-out", cert),
+        ],
+        check=True,
+        capture_output=True,
+    )
+    return cert, key
+
+
+def _tls_probe(certificate: tuple[str, str], verify: bool | str) -> list[tuple[str, str]]:
+    """Probe a TLS server answering 404 to everything: ``(route, transport + detail)``."""
+    from vllm_evidence.capture.http import probe
+
+    cert, key = certificate
+    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_context.load_cert_chain(cert, key)
+
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        while await _request(reader):
+            writer.write(b"HTTP/1.1 404 X\r\ncontent-length: 0\r\n\r\n")
+            await writer.drain()
+
+    async def main() -> list[tuple[str, str]]:
+        async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+            try:
+                await script(reader, writer)
+            except (ConnectionError, ssl.SSLError):
+                pass
+            finally:
+                writer.close()
+
+        server = await asyncio.start_server(handle, "127.0.0.1", 0, ssl=server_context)
+        port = server.sockets[0].getsockname()[1]
+        async with server:
+            batch = await probe(
+                f"https://127.0.0.1:{port}", verify=verify, development_routes=False
+            )
+        return [
+            (e.route.name, f"{e.transport.value} {e.status} {e.detail}")
+            for e in batch.all_exchanges()
+        ]
+
+    return asyncio.run(main())
+
+
+def test_tls_verifies_against_the_given_ca_and_refuses_an_unknown_one(
+    certificate: tuple[str, str],
+) -> None:
+    trusted = _tls_probe(certificate, certificate[0])
+    assert {outcome for _, outcome in trusted} == {"answered 404 "}
+    untrusted = _tls_probe(certificate, True)
+    assert all(
+        outcome.startswith("unreachable None SSLCertVerificationError") for _, outcome in untrusted
+    ), untrusted
+    insecure = _tls_probe(certificate, False)
+    assert {outcome for _, outcome in insecure} == {"answered 404 "}
