@@ -11,7 +11,10 @@ Each round runs, interleaved:
   included), CPU time of that process (``os.wait4``) and its peak RSS (``VmHWM``);
 * the baseline: the same 200 servers probed one after another in this process, as a
   script using the library would (``probe_sync``, ``assess``, the assessment document),
-  wall and CPU time.
+  wall and CPU time;
+* the same 200 as a fleet in this process (one ``new_client()``, ``--concurrency``
+  probes at a time, each assessed as it ends): the library's figure without the CLI's
+  interpreter start and imports.
 
 Every fleet result is checked against the baseline's result for the same server
 (decisions and observations identical).  The summary gives min and median of each,
@@ -114,6 +117,37 @@ def run_sequential(urls: list[str]) -> tuple[float, float, dict[str, dict[str, A
     return time.perf_counter() - start, time.process_time() - cpu, docs
 
 
+def run_in_process_fleet(
+    urls: list[str], concurrency: int
+) -> tuple[float, float, dict[str, dict[str, Any]]]:
+    """Wall s, CPU s and documents of probing ``urls`` in this process as a fleet: one
+    :func:`new_client`, ``concurrency`` probes at a time, each assessed as it ends."""
+    import asyncio
+
+    from vllm_evidence.assessment import assess
+    from vllm_evidence.capture.http import new_client, probe
+    from vllm_evidence.output.assessment import assessment_document
+    from vllm_evidence.readback import readback_from_batch
+
+    docs: dict[str, dict[str, Any]] = {}
+
+    async def fleet() -> None:
+        pending = iter(urls)
+        async with new_client() as client:
+
+            async def worker() -> None:
+                for url in pending:
+                    batch = await probe(url, deadline=30.0, client=client)
+                    document = assessment_document(assess(readback_from_batch(batch), None))
+                    docs[url] = dict(document)
+
+            await asyncio.gather(*(worker() for _ in range(min(concurrency, len(urls)))))
+
+    start, cpu = time.perf_counter(), time.process_time()
+    asyncio.run(fleet())
+    return time.perf_counter() - start, time.process_time() - cpu, docs
+
+
 def same(fleet: list[dict[str, Any]], alone: dict[str, dict[str, Any]]) -> None:
     for doc in fleet:
         mine = alone[doc["target"]]
@@ -164,6 +198,7 @@ def main() -> int:
             fleet_cpu: dict[int, list[float]] = {small: [], large: []}
             rss: list[float] = []
             seq_s, seq_cpu, speedup, growth, other_s, other_vs = [], [], [], [], [], []
+            lib_s, lib_cpu, lib_speedup = [], [], []
             other_cpu: list[float] = []
             fleet_docs: list[dict[str, Any]] = []
             for _round in range(args.pairs):
@@ -190,6 +225,11 @@ def main() -> int:
                 seq_s.append(wall)
                 seq_cpu.append(cpu * 1000 / small)
                 speedup.append(wall / fleet_s[small][-1])
+                lib_wall, lib_cpu_s, lib_docs = run_in_process_fleet(urls[:small], args.concurrency)
+                same([{"target": url, **doc} for url, doc in lib_docs.items()], alone)
+                lib_s.append(lib_wall)
+                lib_cpu.append(lib_cpu_s * 1000 / small)
+                lib_speedup.append(wall / lib_wall)
                 growth.append(fleet_s[large][-1] / fleet_s[small][-1])
                 if other_s:
                     other_vs.append(other_s[-1] / fleet_s[small][-1])
@@ -204,13 +244,16 @@ def main() -> int:
         if other_s:
             line(f"other tree's CLI fleet, {small} (s)", other_s)
             line(f"other tree's CLI / this CLI, {small} (x)", other_vs)
-        line(f"speed-up on {small}: one-by-one / fleet (x)", speedup)
+        line(f"in-process fleet (library), {small} (s)", lib_s)
+        line(f"speed-up on {small}: one-by-one / CLI fleet (x)", speedup)
+        line(f"speed-up on {small}: one-by-one / in-process (x)", lib_speedup)
         line(f"{large} / {small} fleet time (x)", growth)
         line(f"CPU per server, fleet of {small} (ms)", fleet_cpu[small])
         line(f"CPU per server, fleet of {large} (ms)", fleet_cpu[large])
         if other_cpu:
             line(f"CPU per server, other tree's fleet of {small} (ms)", other_cpu)
         line("CPU per server, one after another (ms)", seq_cpu)
+        line("CPU per server, in-process fleet (ms)", lib_cpu)
         print(f"CLI peak RSS (max over runs): {max(rss):.1f} MiB")
         print("every fleet result equals the single probe of that server: yes")
     finally:
