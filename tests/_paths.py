@@ -19,3 +19,8 @@ def public_capture(relative: str) -> bytes:
     lines = (PUBLIC / relative).read_bytes().splitlines(keepends=True)
     end = next(i for i, line in enumerate(lines) if line.startswith(b"#@ ---"))
     return b"".join(lines[end + 1 :])
+
+
+#: How long a replay waits for the fixed port its log names when another suite's replay
+#: of the same log holds it (suites run side by side: a mutation run beside the tests).
+PORT_WAIT_S = 120.0

@@ -33,7 +33,7 @@ from tests._evidence import (
     version_body,
     witnessed,
 )
-from tests._paths import REAL
+from tests._paths import PORT_WAIT_S, REAL
 from vllm_evidence.adapters.receipt import LaunchReceipt
 from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
 from vllm_evidence.assessment import Assessment, assess
@@ -73,7 +73,9 @@ def _door(case: str) -> Iterator[tuple[str, Path]]:
     log_path = TP2 / "startup.log"
     if case == "all 503":
         faults = {route: Fault(status=503) for route in Route if route.probe_readable}
-        served = serve_capture(TP2, faults=faults, port=log_port(_log(log_path)))
+        served = serve_capture(
+            TP2, faults=faults, port=log_port(_log(log_path)), bind_wait_s=PORT_WAIT_S
+        )
     elif case == "restart mid-batch":
         first = (RESTART / "first" / "metrics.body").read_bytes()
         second = (RESTART / "second" / "metrics.body").read_bytes()
@@ -83,9 +85,9 @@ def _door(case: str) -> Iterator[tuple[str, Path]]:
         )
     elif case == "mixed build":
         log_path = CAPTURES / "tp2-apikey" / "startup.log"
-        served = serve_capture(TP2, port=log_port(_log(log_path)))
+        served = serve_capture(TP2, port=log_port(_log(log_path)), bind_wait_s=PORT_WAIT_S)
     else:
-        served = serve_capture(TP2, port=log_port(_log(log_path)))
+        served = serve_capture(TP2, port=log_port(_log(log_path)), bind_wait_s=PORT_WAIT_S)
     with served as door:
         yield door.url, log_path
 

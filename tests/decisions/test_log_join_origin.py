@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests._evidence import log_port, real_log, receipt_for
-from tests._paths import REAL
+from tests._paths import PORT_WAIT_S, REAL
 from vllm_evidence.adapters.outcome import Parsed
 from vllm_evidence.assessment import Assessment, assess
 from vllm_evidence.capture.batch import CaptureOrigin
@@ -34,7 +34,7 @@ KEY = b"orchestrator-key"
 
 def _probed() -> CapturedReadback:
     log = real_log()
-    with serve_capture(REAL, port=log_port(log)) as door:
+    with serve_capture(REAL, port=log_port(log), bind_wait_s=PORT_WAIT_S) as door:
         return readback_from_batch(probe_sync(door.url))
 
 

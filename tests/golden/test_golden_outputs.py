@@ -20,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._paths import PORT_WAIT_S
 from vllm_evidence.cli import main
 from vllm_evidence.testing.stub import serve_capture
 
@@ -111,7 +112,7 @@ def test_probe_replayed_server(directory: Path, form: str, with_log: bool, tmp_p
     # With its log, the replay listens on the port the log names (a real server's own
     # port): what the log join then says is about the missing witness, not the port.
     port = _log_port(directory / "startup.log") if with_log else 0
-    with serve_capture(serve_from, api_key=key, port=port) as door:
+    with serve_capture(serve_from, api_key=key, port=port, bind_wait_s=PORT_WAIT_S) as door:
         argv = ["probe", door.url, "--save", str(tmp_path / "saved")]
         if key:
             argv += ["--api-key-env", env_name]

@@ -112,3 +112,29 @@ def test_answers_go_out_without_waiting_on_nagle() -> None:
     with serve_capture(REAL) as door:
         handler = door._server.RequestHandlerClass
     assert handler.disable_nagle_algorithm is True  # type: ignore[attr-defined]
+
+
+def test_a_fixed_port_another_listener_holds_is_waited_for_only_when_asked() -> None:
+    import errno
+    import socket
+    import threading
+
+    from tests._paths import REAL
+    from vllm_evidence.testing.stub import serve_capture
+
+    holder = socket.socket()
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    holder.bind(("127.0.0.1", 0))
+    holder.listen()
+    port = holder.getsockname()[1]
+    try:
+        with pytest.raises(OSError) as refused, serve_capture(REAL, port=port):
+            pass
+        assert refused.value.errno == errno.EADDRINUSE
+        with pytest.raises(OSError), serve_capture(REAL, port=port, bind_wait_s=0.2):
+            pass
+        threading.Timer(0.3, holder.close).start()
+        with serve_capture(REAL, port=port, bind_wait_s=30) as door:
+            assert door.url == f"http://127.0.0.1:{port}"
+    finally:
+        holder.close()

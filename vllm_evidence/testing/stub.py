@@ -20,6 +20,7 @@ redirect.  A restart (a new ``process_start_time_seconds`` on ``/metrics``) is
 
 from __future__ import annotations
 
+import errno
 import re
 import selectors
 import socket
@@ -185,9 +186,10 @@ class StubFrontDoor:
         metrics_sequence: Sequence[bytes] = (),
         latency_s: float = 0.0,
         port: int = 0,
+        bind_wait_s: float = 0.0,
     ) -> None:
-        if latency_s < 0:
-            msg = "latency_s must not be negative"
+        if latency_s < 0 or bind_wait_s < 0:
+            msg = "latency_s and bind_wait_s must not be negative"
             raise ValueError(msg)
         self._latency_s = latency_s
         self._served = {r: _read_served(directory, r) for r in Route}
@@ -200,7 +202,7 @@ class StubFrontDoor:
         self._stopping = threading.Event()
         self._lock = threading.Lock()
         self.requests: list[StubRequest] = []
-        self._server = ThreadingHTTPServer(("127.0.0.1", port), self._handler_class())
+        self._server = _bind(port, self._handler_class(), bind_wait_s)
         self._server.daemon_threads = True
         self._wake_r, self._wake_w = socket.socketpair()
         self._thread = threading.Thread(target=self._serve, daemon=True)
@@ -394,6 +396,19 @@ class FrontDoorFactory(Protocol):
     ) -> ReplayedFrontDoor: ...
 
 
+def _bind(port: int, handler: type[BaseHTTPRequestHandler], wait_s: float) -> ThreadingHTTPServer:
+    """A server on 127.0.0.1:``port``; a fixed port another listener holds is tried
+    again for up to ``wait_s`` seconds (another suite's replay of the same log)."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            return ThreadingHTTPServer(("127.0.0.1", port), handler)
+        except OSError as exc:
+            if exc.errno != errno.EADDRINUSE or not port or time.monotonic() >= deadline:
+                raise
+        time.sleep(0.05)
+
+
 @contextmanager
 def serve_capture(
     directory: str | Path,
@@ -404,6 +419,7 @@ def serve_capture(
     metrics_sequence: Sequence[bytes] = (),
     latency_s: float = 0.0,
     port: int = 0,
+    bind_wait_s: float = 0.0,
 ) -> Iterator[StubFrontDoor]:
     """Serve ``directory`` on a free port of 127.0.0.1 (or on ``port``: e.g. the port
     a real capture's log names, so that its log can be joined) until the context closes.
@@ -416,6 +432,8 @@ def serve_capture(
     bodies in order — the N-th read gets the N-th body, later reads the last — e.g. the
     two reads of a real server restarted between them.  ``latency_s`` delays every
     answer to a front-door route by that long (a server's own latency, before any fault).
+    ``bind_wait_s``: a fixed ``port`` that another listener holds is tried again for up
+    to that long before :class:`OSError` (two test suites replaying the same log).
     """
     door = StubFrontDoor(
         Path(directory),
@@ -425,6 +443,7 @@ def serve_capture(
         metrics_sequence,
         latency_s=latency_s,
         port=port,
+        bind_wait_s=bind_wait_s,
     )
     door._start()
     try:
