@@ -16,7 +16,7 @@ import pytest
 
 from tests._evidence import assess_witnessed
 from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
-from vllm_evidence.assessment import Assessment
+from vllm_evidence.assessment import Assessment, assess
 from vllm_evidence.decisions import (
     CapacityEstablished,
     JoinUnestablished,
@@ -255,3 +255,19 @@ def test_the_0_8_5_log_is_read_as_v0_on_cpu() -> None:
     join = _assessment("vllm-0.8.5-cpu/tp1").front_door_join
     assert isinstance(join, JoinUnestablished), join
     assert "MQLLMEngine" in join.remedy
+
+
+def test_the_0_8_5_log_alone_gives_its_v0_capacity_through_the_concurrency_line() -> None:
+    """V0 prints no block size; '# cpu blocks: 65536' (line 19) and 'Maximum concurrency
+    for 2048 tokens per request: 512.00x' (line 20) admit only block size 16, so the
+    launch holds 65,536 × 16 tokens.  The replayed probe still refuses log_not_joined
+    (the front door cannot be joined to the log, see OLDER)."""
+    capacity = assess(None, _log("vllm-0.8.5-cpu/tp1")).capacity
+    assert isinstance(capacity, CapacityEstablished), capacity
+    assert [(e.engine, e.tokens.value) for e in capacity.engines] == [("0", 1_048_576)]
+    (engine,) = capacity.engines
+    assert engine.source.where == "log launch 0, line 19"
+    assert engine.block_size_note == (
+        "block size 16: the only integer B with 65,536 × B / 2048 printed as 512.00x on "
+        "line 20 (V0 prints no block size)"
+    )
