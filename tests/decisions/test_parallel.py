@@ -829,7 +829,7 @@ def _saved(pid: int, rank: int, dp_index: int) -> str:
     """A worker's 'saved AOT compiled function to …/rank_R_D/model' line (v0.29.0)."""
     return (
         f"(Worker pid={pid}) INFO 12-01 07:12:34 [decorators.py:719] saved AOT compiled "
-        f"function to /home/u/.cache/vllm/torch_compile_cache/torch_aot_compile/5c6d/"
+        f"function to /srv/vllm-cache/torch_compile_cache/torch_aot_compile/5c6d/"
         f"rank_{rank}_{dp_index}/model\n"
     )
 

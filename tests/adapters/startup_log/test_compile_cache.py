@@ -9,7 +9,7 @@ import time
 from tests._evidence import log
 from vllm_evidence.adapters.startup_log import CompileCacheForm
 
-_CACHE = "/home/u/.cache/vllm/torch_compile_cache/torch_aot_compile/5c6d"
+_CACHE = "/srv/vllm-cache/torch_compile_cache/torch_aot_compile/5c6d"
 _HEAD = "(Worker pid=17889) INFO 12-01 07:12:35 [decorators.py:719] "
 _WARN = "(Worker pid=17889) WARNING 12-01 07:12:35 [decorators.py:333] "
 _BACKENDS = "(Worker pid=17889) INFO 12-01 07:12:35 [backends.py:1105] "
