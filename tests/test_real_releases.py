@@ -16,19 +16,18 @@ import pytest
 
 from tests._evidence import assess_witnessed
 from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
-from vllm_evidence.assessment import Assessment
+from vllm_evidence.assessment import Assessment, assess
 from vllm_evidence.decisions import (
     CapacityEstablished,
     JoinUnestablished,
     ParallelEstablished,
-    ParallelReason,
-    ParallelRefused,
 )
 from vllm_evidence.decisions._parallel_configuration import (
     ResolvedParallel,
     global_rank,
     independent_engines,
     resolve_from_log,
+    stated_engines,
 )
 from vllm_evidence.output.startup_log import render_startup_log
 
@@ -40,8 +39,9 @@ SCENARIOS: list[tuple[str, str, tuple[int, int, int], tuple[int, ...], tuple[int
     ("vllm-0.26.0-cpu/tp2", "0.26.0", (2, 1, 1), (0, 1), (4_194_304,)),
     ("vllm-0.29.0-cpu/tp2", "0.29.0", (2, 1, 1), (0, 1), (4_194_304,)),
     ("vllm-0.29.0-cpu/pp2", "0.29.0", (1, 2, 1), (0, 1), (4_194_304,)),
-    # Two engines of one worker each; the workers' tags name no engine (see below).
-    ("vllm-0.29.0-cpu/dp2", "0.29.0", (1, 1, 2), (), (2_097_152, 2_097_152)),
+    # Two engines of one worker each; the workers' tags name no engine, their
+    # compile-cache lines do (rank_0_0 and rank_0_1, see below).
+    ("vllm-0.29.0-cpu/dp2", "0.29.0", (1, 1, 2), (0, 1), (2_097_152, 2_097_152)),
 ]
 IDS = [s[0] for s in SCENARIOS]
 
@@ -78,11 +78,12 @@ def test_the_log_gives_the_launchs_version_sizes_ranks_and_capacity(
     )
     assert got == sizes
     independent = independent_engines(launch, resolved)
+    stated = stated_engines(launch)
     mapped = sorted(
         {
             g
             for r in launch.ranks
-            if (g := global_rank(r, resolved, independent=independent)) is not None
+            if (g := global_rank(r, resolved, independent=independent, stated=stated)) is not None
         }
     )
     assert tuple(mapped) == ranks
@@ -106,18 +107,23 @@ def test_the_replayed_probe_gives_the_verdicts_its_launcher_expects(scenario: st
     expected = next(s for s in SCENARIOS if s[0] == scenario)
     assert tuple(e.tokens.value for e in capacity.engines) == expected[4]
     parallel = assessment.parallel
-    if scenario.endswith("dp2"):
-        # Each engine's worker says 'rank 0 of world 1' under a bare (Worker pid=…) tag:
-        # that it ran is printed, which engine it served is not, so no global rank is
-        # guessed.  DP=2 itself is resolved (no conflict with /server_info's 2).
-        assert isinstance(parallel, ParallelRefused), parallel
-        assert parallel.reason is ParallelReason.RANKS_UNATTRIBUTED
-        assert parallel.configuration is not None
-        assert parallel.configuration.data_parallel_size == 2
-        assert parallel.missing_ranks == (0, 1)
-    else:
-        assert isinstance(parallel, ParallelEstablished), parallel
-        assert tuple(r.rank for r in parallel.ranks) == expected[3]
+    assert isinstance(parallel, ParallelEstablished), parallel
+    assert tuple(r.rank for r in parallel.ranks) == expected[3]
+
+
+def test_the_dp2_workers_are_mapped_by_their_own_compile_cache_lines() -> None:
+    """Each engine's worker says 'rank 0 of world 1' under a bare (Worker pid=…) tag; the
+    DP index of its own compile-cache directory (pid 17912: rank_0_0 at line 77, pid
+    17889: rank_0_1 at line 79) names its engine.  DP=2 itself is resolved (no conflict
+    with /server_info's 2)."""
+    parallel = _assessment("vllm-0.29.0-cpu/dp2").parallel
+    assert isinstance(parallel, ParallelEstablished), parallel
+    assert parallel.configuration.data_parallel_size == 2
+    got = [(r.rank, r.data_parallel_rank, r.pid, r.source.where) for r in parallel.ranks]
+    assert got == [
+        (0, 0, 17912, "log launch 0, line 77 (Worker pid=17912)"),
+        (1, 1, 17889, "log launch 0, line 79 (Worker pid=17889)"),
+    ]
 
 
 @pytest.mark.parametrize("scenario", IDS)
@@ -142,8 +148,8 @@ def test_the_dp2_log_report_names_the_resolved_sizes() -> None:
     assert "data_parallel_size 2 from the non-default args (line 13)" in report
     assert "lines from DP engines [0, 1]" in report
     assert (
-        "  global ranks:       none; 4 worker line(s) in one engine's own world name no DP "
-        "engine (not mapped)\n"
+        "  global ranks:       0 (DP engine from compile-cache line 77), "
+        "1 (DP engine from compile-cache line 79)\n"
     ) in report
 
 
@@ -249,3 +255,19 @@ def test_the_0_8_5_log_is_read_as_v0_on_cpu() -> None:
     join = _assessment("vllm-0.8.5-cpu/tp1").front_door_join
     assert isinstance(join, JoinUnestablished), join
     assert "MQLLMEngine" in join.remedy
+
+
+def test_the_0_8_5_log_alone_gives_its_v0_capacity_through_the_concurrency_line() -> None:
+    """V0 prints no block size; '# cpu blocks: 65536' (line 19) and 'Maximum concurrency
+    for 2048 tokens per request: 512.00x' (line 20) admit only block size 16, so the
+    launch holds 65,536 × 16 tokens.  The replayed probe still refuses log_not_joined
+    (the front door cannot be joined to the log, see OLDER)."""
+    capacity = assess(None, _log("vllm-0.8.5-cpu/tp1")).capacity
+    assert isinstance(capacity, CapacityEstablished), capacity
+    assert [(e.engine, e.tokens.value) for e in capacity.engines] == [("0", 1_048_576)]
+    (engine,) = capacity.engines
+    assert engine.source.where == "log launch 0, line 19"
+    assert engine.block_size_note == (
+        "block size 16: the only integer B with 65,536 × B / 2048 printed as 512.00x on "
+        "line 20 (V0 prints no block size)"
+    )

@@ -241,6 +241,71 @@ def test_v0_block_lines_need_the_launchs_block_size() -> None:
     assert decision.engines[0].source_kind is CapacitySource.LOG_V0_BLOCKS
 
 
+def _v0_concurrency(blocks: int, length: int, concurrency: str) -> StartupLog:
+    """A V0 launch that prints no block size: its block line and the concurrency line the
+    executor prints right after it (v0.8.5 ``executor/executor_base.py`` L112-118)."""
+    return log(
+        banner("0.8.5")
+        + V0_PREFIX
+        + f"# cpu blocks: {blocks}, # CPU blocks: 0\n"
+        + V0_PREFIX
+        + f"Maximum concurrency for {length} tokens per request: {concurrency}x\n"
+    )
+
+
+def test_a_v0_concurrency_line_that_admits_one_integer_block_size_gives_it() -> None:
+    # 65,536 × B / 2048 printed as 512.00: B in [15.99984, 16.00016], so B = 16.
+    decision = _established(None, _v0_concurrency(65536, 2048, "512.00"))
+    assert _tokens(decision) == [("0", 1_048_576)]  # 65,536 × 16
+    (engine,) = decision.engines
+    assert engine.source_kind is CapacitySource.LOG_V0_BLOCKS
+    assert engine.block_size_note == (
+        "block size 16: the only integer B with 65,536 × B / 2048 printed as 512.00x on "
+        "line 3 (V0 prints no block size)"
+    )
+    assert "block size 16: the only integer B" in decision.detail
+    # 507 × B / 2048 printed as 3.96: B in [15.97, 16.01], so B = 16 again.
+    assert _tokens(_established(None, _v0_concurrency(507, 2048, "3.96"))) == [("0", 8112)]
+
+
+def test_a_coarse_v0_concurrency_line_pins_no_block_size() -> None:
+    # 10 × B / 2048 printed as 0.08: B in [15.36, 17.41], both 16 and 17 fit.
+    refused = _refused(None, _v0_concurrency(10, 2048, "0.08"))
+    assert refused.reason is CapacityReason.BLOCK_SIZE_UNOBSERVED
+    assert refused.detail.endswith(
+        "the concurrency line (line 3: 0.08x for 2048 tokens) fits block sizes 16 to 17 "
+        "with 10 blocks (vLLM rounds it to 2 decimals), so it does not pin one"
+    )
+
+
+def test_a_v0_concurrency_line_that_fits_no_block_size_is_refused() -> None:
+    # 507 × B / 2048 printed as 3.97: B in [16.017, 16.057], no integer.
+    refused = _refused(None, _v0_concurrency(507, 2048, "3.97"))
+    assert refused.reason is CapacityReason.BLOCK_SIZE_UNOBSERVED
+    assert "fits no integer block size with 507 blocks: the two lines disagree" in (refused.detail)
+
+
+def test_a_v0_concurrency_line_not_printed_with_two_decimals_is_not_read() -> None:
+    for printed in ("512.0", "512.000", "512"):
+        refused = _refused(None, _v0_concurrency(65536, 2048, printed))
+        assert refused.reason is CapacityReason.BLOCK_SIZE_UNOBSERVED
+        assert "is not printed with vLLM's 2 decimals, so it bounds nothing" in refused.detail
+
+
+def test_a_printed_block_size_is_used_before_the_concurrency_line() -> None:
+    text = (
+        banner("0.8.5")
+        + args("{'model': '/models/m', 'block_size': 32}")
+        + V0_PREFIX
+        + "# cpu blocks: 65536, # CPU blocks: 0\n"
+        + V0_PREFIX
+        + "Maximum concurrency for 2048 tokens per request: 512.00x\n"
+    )
+    decision = _established(None, log(text))
+    assert _tokens(decision) == [("0", 2_097_152)]  # 65,536 × 32, as printed
+    assert decision.engines[0].block_size_note is None
+
+
 # --- unobserved and unscoped ----------------------------------------------------------------
 
 
@@ -620,7 +685,9 @@ def test_capacity_v0_blocks_without_a_block_size() -> None:
     _says(
         _capacity_refused(None, log(banner("0.6.6.post1") + blocks)),
         CapacityReason.BLOCK_SIZE_UNOBSERVED,
-        "V0 block line(s) seen (507 blocks, line 2) but the launch never prints its block size",
+        "V0 block line(s) seen (507 blocks, line 2) but the launch never prints its block "
+        "size, and no 'Maximum concurrency' line of the same process follows the block line, "
+        "so nothing pins the block size either",
         "give a launch that prints its block size",
     )
 

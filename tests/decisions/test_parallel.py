@@ -825,6 +825,88 @@ def test_an_engine_local_rank_without_an_engine_tag_is_reported_not_guessed() ->
     assert "Ray" not in refused.remedy
 
 
+def _saved(pid: int, rank: int, dp_index: int) -> str:
+    """A worker's 'saved AOT compiled function to …/rank_R_D/model' line (v0.29.0)."""
+    return (
+        f"(Worker pid={pid}) INFO 12-01 07:12:34 [decorators.py:719] saved AOT compiled "
+        f"function to /srv/vllm-cache/torch_compile_cache/torch_aot_compile/5c6d/"
+        f"rank_{rank}_{dp_index}/model\n"
+    )
+
+
+def _bare_workers(*cache: str, version: str = "0.29.0") -> StartupLog:
+    """As the real v0.29.0 DP=2 server printed it: two bare-tagged workers, each 'rank 0
+    in world 1', then whatever compile-cache lines are given."""
+    text = banner(version) + args("{'model': '/models/m', 'data_parallel_size': 2}")
+    text += _engine_init_as(_DP0, version)
+    text += "(EngineCore_DP1 pid=202) " + _CAP + "(EngineCore_DP0 pid=201) " + _CAP
+    text += rank_line(0, 1, tag="Worker pid=400") + rank_line(0, 1, tag="Worker pid=401")
+    return log(text + "".join(cache))
+
+
+def test_bare_workers_are_mapped_by_their_own_compile_cache_lines() -> None:
+    decision = _established(None, _bare_workers(_saved(401, 0, 0), _saved(400, 0, 1)))
+    assert [(r.rank, r.data_parallel_rank, r.pid) for r in decision.ranks] == [
+        (0, 0, 401),
+        (1, 1, 400),
+    ]
+    # Each rank is sourced to the line that named its engine (lines 8 and 9).
+    assert [r.source.where for r in decision.ranks] == [
+        "log launch 0, line 8 (Worker pid=401)",
+        "log launch 0, line 9 (Worker pid=400)",
+    ]
+
+
+def test_a_worker_without_a_compile_cache_line_stays_unattributed() -> None:
+    refused = _refused(None, _bare_workers(_saved(400, 0, 1)))
+    assert refused.reason is ParallelReason.RANKS_UNATTRIBUTED
+    assert refused.missing_ranks == (0,)
+    assert refused.detail.startswith("ranks [0] not attributed: ")
+    assert [(r.rank, r.pid) for r in refused.present] == [(1, 400)]
+
+
+def test_a_process_stating_two_dp_indexes_is_not_mapped() -> None:
+    cache = (_saved(401, 0, 0), _saved(400, 0, 1), _saved(400, 0, 0))
+    refused = _refused(None, _bare_workers(*cache))
+    assert refused.reason is ParallelReason.RANKS_UNATTRIBUTED
+    assert refused.missing_ranks == (1,)
+    assert [(r.rank, r.pid) for r in refused.present] == [(0, 401)]
+    assert (
+        "process (Worker pid=400) states rank_0_1 (line 9, aot_saved) and rank_0_0 "
+        "(line 10, aot_saved) in its compile-cache lines"
+    ) in refused.detail
+
+
+def test_a_compile_cache_rank_other_than_the_rank_line_is_not_mapped() -> None:
+    refused = _refused(None, _bare_workers(_saved(401, 0, 0), _saved(400, 1, 1)))
+    assert refused.reason is ParallelReason.RANKS_UNATTRIBUTED
+    assert refused.missing_ranks == (1,)
+
+
+def test_bare_workers_without_rank_lines_are_mapped_by_their_compile_cache_lines() -> None:
+    text = banner("0.29.0") + args("{'model': '/models/m', 'data_parallel_size': 2}")
+    text += _engine_init_as(_DP0)
+    text += "(EngineCore_DP1 pid=202) " + _CAP + "(EngineCore_DP0 pid=201) " + _CAP
+    memory = _tagged("Worker pid=400", "Worker pid=401")
+    refused = _refused(None, log(text + memory + _saved(400, 0, 1)))
+    assert refused.reason is ParallelReason.RANKS_UNATTRIBUTED
+    assert "Worker pid=401" in refused.detail
+    assert refused.missing_ranks == (0,)
+    decision = _established(None, log(text + memory + _saved(400, 0, 1) + _saved(401, 0, 0)))
+    assert [(r.rank, r.pid, r.source.where) for r in decision.ranks] == [
+        (0, 401, "log launch 0, line 9 (Worker pid=401)"),
+        (1, 400, "log launch 0, line 8 (Worker pid=400)"),
+    ]
+
+
+def test_compile_cache_lines_of_a_release_outside_their_span_are_not_read() -> None:
+    # 0.33.0's cache line is not read (past the span the source was read for).
+    refused = _refused(None, _bare_workers(_saved(401, 0, 0), _saved(400, 0, 1), version="0.33.0"))
+    assert refused.reason is ParallelReason.RANKS_UNATTRIBUTED
+    assert refused.missing_ranks == (0, 1)
+    assert "compile-cache lines are read only for 0.20.0 .. 0.32.0" in refused.detail
+
+
 def test_independent_dp_log_and_a_dp2_front_door_are_no_conflict() -> None:
     """/server_info?config_format=json says DP=2; each engine-init line says DP=1."""
     door = bundle(version_body("0.29.0"), server_info_json(tp=1, dp=2))

@@ -11,7 +11,9 @@ here chooses between sources or cites a law; the decision does.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from fractions import Fraction
 from typing import final
 
 import attrs
@@ -22,6 +24,7 @@ from vllm_evidence.adapters.metrics import MetricsObservation
 from vllm_evidence.adapters.startup_log import (
     BlocksObservation,
     CapacityFormat,
+    CapacityObservation,
     Launch,
     ProcessTag,
 )
@@ -42,6 +45,7 @@ __all__ = [
     "product_engine",
     "product_figures",
     "resolved_dp",
+    "v0_block_size",
     "v0_engine",
 ]
 
@@ -60,6 +64,9 @@ class EngineCapacity(Sealed):
     max_model_len: TokenCount | None
     source_kind: CapacitySource
     source: Source
+    block_size_note: str | None
+    """How the block size of a V0 block line's figure was read, when the launch did not
+    print it (:func:`v0_block_size`); ``None`` otherwise."""
 
     def _repr_summary(self) -> str:
         return f"engine {self.engine}: {self.tokens}, {self.source_kind.value}"
@@ -93,6 +100,7 @@ def label_figures(
                 max_model_len=max_model_len,
                 source_kind=CapacitySource.LABEL_KV_CACHE_SIZE_TOKENS,
                 source=route_source("/metrics"),
+                block_size_note=None,
             )
         )
     return out
@@ -121,6 +129,7 @@ def log_figures(launch: Launch) -> list[EngineCapacity]:
                 max_model_len=obs.max_model_len,
                 source_kind=CapacitySource.LOG_CAPACITY_LINE,
                 source=log_source(launch, obs.line, obs.process),
+                block_size_note=None,
             )
         )
     return out
@@ -225,16 +234,98 @@ def min_per_engine(figures: list[EngineCapacity]) -> tuple[EngineCapacity, ...]:
     )
 
 
-def v0_engine(launch: Launch, block: BlocksObservation, size: TokenCount) -> EngineCapacity:
-    """A V0 ``# GPU blocks`` line's figure, with the block size of the same launch."""
+def v0_engine(
+    launch: Launch,
+    block: BlocksObservation,
+    size: TokenCount,
+    derived: tuple[CapacityObservation, str] | None = None,
+) -> EngineCapacity:
+    """A V0 ``# GPU blocks`` line's figure, with the block size of the same launch (as
+    printed, or ``derived`` from its concurrency line by :func:`v0_block_size`)."""
+    pair = derived[0] if derived is not None else None
     return _mint_engine(
         engine=engine_of(block.process),
         tokens=block.device_blocks.times_block_size(size),
-        max_concurrency=None,
-        max_model_len=None,
+        max_concurrency=pair.max_concurrency if pair is not None else None,
+        max_model_len=pair.max_model_len if pair is not None else None,
         source_kind=CapacitySource.LOG_V0_BLOCKS,
         source=log_source(launch, block.line, block.process),
+        block_size_note=derived[1] if derived is not None else None,
     )
+
+
+#: Fewer digits than vLLM's ``%.2f`` would let the rounding bound grow; more is not
+#: vLLM's format.  Either way the line is not read for a block size.
+_CONCURRENCY_DECIMALS = 2
+
+
+def v0_block_size(
+    launch: Launch, block: BlocksObservation
+) -> tuple[TokenCount, tuple[CapacityObservation, str]] | str:
+    """The block size a V0 block line's own concurrency line pins down, or why it does not.
+
+    V0 never prints its block size on CPU: not on the engine-init line
+    (``VllmConfig.__str__``, v0.8.5 ``config.py`` L4052-4085, prints no ``block_size``),
+    and the API server's ``block_size=None`` is resolved later by the platform (16, or
+    128 with IPEX: v0.8.5 ``platforms/cpu.py`` L74-75), so neither is read.  But the
+    executor prints, in one call, ``# <dev> blocks: N`` (``%d``) and then ``Maximum
+    concurrency for L tokens per request: C`` with C = ``N × block_size / L``
+    formatted ``%.2f`` (v0.6.6.post1 ``executor/gpu_executor.py`` L76-81 and
+    ``executor/distributed_gpu_executor.py`` L57-62; v0.8.5 ``executor/executor_base.py``
+    L112-118; v0.9.2 L113-119; v0.10.1.1 and v0.10.2 L114-120: the whole span of the V0
+    block-line law).  C is rounded, so C × L is *not* a token figure; but ``block_size``
+    is an integer (v0.6.6.post1 ``config.py`` L971 ``block_size: int``; a ``BlockSize``
+    ``Literal`` of integers in v0.8.5 ``config.py`` L1290, v0.9.2 ``config.py`` L1476,
+    v0.10.1.1 and v0.10.2 ``config/cache.py`` L24), so every block size B consistent with
+    the line satisfies ``|N × B / L - C| ≤ 0.005`` (plus the float division's relative
+    error, below 2**-52, allowed for).  When exactly one integer B does, B is the block
+    size, and N × B the tokens, exactly; when several do (a coarse concurrency) or none
+    (the lines disagree), nothing is derived.
+    """
+    pair = next(
+        (
+            c
+            for c in launch.capacity
+            if c.format is CapacityFormat.V0_BLOCKS
+            and c.line == block.line
+            and c.concurrency_line is not None
+        ),
+        None,
+    )
+    if pair is None or pair.max_concurrency is None or pair.max_model_len is None:
+        return (
+            "no 'Maximum concurrency' line of the same process follows the block line, "
+            "so nothing pins the block size either"
+        )
+    conc, length, blocks = (
+        pair.max_concurrency.value,
+        pair.max_model_len.value,
+        block.device_blocks.value,
+    )
+    where = f"the concurrency line (line {pair.concurrency_line}: {conc}x for {length} tokens)"
+    exponent = conc.as_tuple().exponent
+    if not isinstance(exponent, int) or -exponent != _CONCURRENCY_DECIMALS:
+        return f"{where} is not printed with vLLM's 2 decimals, so it bounds nothing"
+    if blocks == 0 or length == 0:
+        return f"{where}: with {blocks} blocks and max_model_len {length} it pins no block size"
+    c = Fraction(conc)
+    half = Fraction(1, 2 * 10**_CONCURRENCY_DECIMALS)
+    slack = (c + 1) / 2**50
+    low = math.ceil((c - half - slack) * length / blocks)
+    high = math.floor((c + half + slack) * length / blocks)
+    low = max(low, 1)
+    if low > high:
+        return f"{where} fits no integer block size with {blocks:,} blocks: the two lines disagree"
+    if low < high:
+        return (
+            f"{where} fits block sizes {low} to {high} with {blocks:,} blocks (vLLM rounds "
+            "it to 2 decimals), so it does not pin one"
+        )
+    note = (
+        f"block size {low}: the only integer B with {blocks:,} × B / {length} printed as "
+        f"{conc}x on line {pair.concurrency_line} (V0 prints no block size)"
+    )
+    return TokenCount(low), (pair, note)
 
 
 def product_engine(engine: str, blocks: BlockCount, size: TokenCount) -> EngineCapacity:
@@ -246,4 +337,5 @@ def product_engine(engine: str, blocks: BlockCount, size: TokenCount) -> EngineC
         max_model_len=None,
         source_kind=CapacitySource.LABEL_BLOCKS_TIMES_BLOCK_SIZE,
         source=route_source("/metrics"),
+        block_size_note=None,
     )

@@ -17,11 +17,20 @@ import attrs
 
 from vllm_evidence._bounds import MAX_WORLD_SIZE
 from vllm_evidence._seal import Sealed, minter
-from vllm_evidence.adapters.startup_log import Launch, ProcessTag, RankObservation
+from vllm_evidence.adapters.startup_log import (
+    CompileCacheObservation,
+    Launch,
+    ProcessTag,
+    RankObservation,
+)
 from vllm_evidence.readback.evidence import Evidence, Source, log_source
+from vllm_evidence.upstream.releases import ReleaseSpan, span
 
 __all__ = [
+    "COMPILE_CACHE_NAMES_DP_ENGINE",
     "ResolvedParallel",
+    "StatedEngine",
+    "attribute",
     "beyond_bounds",
     "data_parallel_engines",
     "global_rank",
@@ -29,6 +38,7 @@ __all__ = [
     "layout_sizes",
     "resolve_from_http",
     "resolve_from_log",
+    "stated_engines",
     "worker_tag_rank",
     "worker_tags",
 ]
@@ -201,27 +211,131 @@ def independent_engines(launch: Launch, configuration: ResolvedParallel) -> bool
     )
 
 
-def global_rank(
-    obs: RankObservation, configuration: ResolvedParallel, *, independent: bool
-) -> int | None:
-    """The global rank a worker line names, or ``None`` when it cannot be mapped.
+#: The releases whose torch.compile cache directory ``rank_R_D`` names the worker's DP
+#: engine in ``D``, also for a dense model's independent engines.  ``D`` is
+#: ``parallel_config.data_parallel_index`` (``compilation/decorators.py`` L521-522 and
+#: ``compilation/backends.py`` L1051-1052 in 0.20.0; L561-562, L1076-1077 in 0.26.0;
+#: L563-564, L1076-1077 in 0.29.0; L583-584, L1083-1084 in 0.32.0), which the engine
+#: process sets to its DP rank before it resets an independent engine to DP=1 and which
+#: that reset leaves alone (``v1/engine/core.py`` L1098-1109 in 0.20.0, L1287-1298 in
+#: 0.26.0, L1326-1335 in 0.29.0, L1472-1482 in 0.32.0, each with vLLM's comment "Note
+#: that parallel_config.data_parallel_index will still reflect the original DP rank";
+#: ``reconfigure_for_independent_dp_rank()`` resets ``data_parallel_rank`` only,
+#: ``config/parallel.py`` L1070-1077 in 0.29.0, L1172-1180 in 0.32.0).  ``R`` is
+#: ``parallel_config.rank``, the worker's rank in its engine's own world
+#: (``v1/worker/worker_base.py`` L80 in 0.20.0, L81 in 0.26.0, L86 in 0.29.0 and
+#: 0.32.0).  Up to 0.11.0 ``D`` is another field, ``data_parallel_rank``
+#: (``compilation/backends.py`` L410 in 0.8.5, L497 in 0.9.2, L537 in 0.10.1.1 and
+#: 0.11.0), which the releases from 0.20.0 reset to 0 in an independent engine; up to
+#: 0.11.0 no engine is independent (every DP engine keeps its DP rank, ``v1/engine/core.py``
+#: L689-695 in 0.11.0), so its workers' rank lines already name global ranks and the
+#: cache line is not read there, nor between 0.11.0 and 0.20.0 (not read for this) or
+#: after 0.32.0.
+COMPILE_CACHE_NAMES_DP_ENGINE: ReleaseSpan = span("0.20.0", "0.32.0")
+
+StatedEngine = tuple[int, int, int]
+"""``(engine-local rank, DP engine, line)``: what a worker process's compile-cache lines
+state, at the first line that stated it."""
+
+
+def stated_engines(launch: Launch) -> dict[str, StatedEngine | str] | str:
+    """What each worker process of the launch states about its own DP engine, by process
+    tag: ``(rank, engine, line)`` when every compile-cache line of that process says the
+    same ``rank_R_D``, else why not (two statements disagree: never guessed between).
+
+    A string instead of a mapping: the launch's release is not one whose cache line names
+    the engine (:data:`COMPILE_CACHE_NAMES_DP_ENGINE`), so no line is read.  One pass over
+    the launch's cache lines.
+    """
+    if not launch.compile_cache:
+        return {}
+    version = launch.version
+    if version is None or version.version is None:
+        return "the launch's version is not established, so its compile-cache lines are not read"
+    if not COMPILE_CACHE_NAMES_DP_ENGINE.contains(version.version):
+        return (
+            f"vLLM {version.text}'s compile-cache lines are read only for "
+            f"{COMPILE_CACHE_NAMES_DP_ENGINE} (where their rank_R_D names the DP engine)"
+        )
+    stated: dict[str, StatedEngine | str] = {}
+    first: dict[str, CompileCacheObservation] = {}
+    for obs in launch.compile_cache:
+        if obs.process is None:
+            continue
+        key = obs.process.text
+        seen = first.setdefault(key, obs)
+        if key not in stated:
+            stated[key] = (obs.rank, obs.data_parallel_index, obs.line)
+        elif isinstance(stated[key], tuple) and (seen.rank, seen.data_parallel_index) != (
+            obs.rank,
+            obs.data_parallel_index,
+        ):
+            stated[key] = (
+                f"process ({key}) states {_cache_said(seen)} and {_cache_said(obs)} in its "
+                "compile-cache lines"
+            )
+    return stated
+
+
+def _cache_said(obs: CompileCacheObservation) -> str:
+    """``rank_0_1 (line 9, aot_saved)``."""
+    return f"rank_{obs.rank}_{obs.data_parallel_index} (line {obs.line}, {obs.form.value})"
+
+
+def attribute(
+    obs: RankObservation,
+    configuration: ResolvedParallel,
+    *,
+    independent: bool,
+    stated: dict[str, StatedEngine | str] | str | None = None,
+) -> tuple[int, int | None] | None:
+    """The global rank a worker line names, with the compile-cache line that named its
+    engine (its line number) when one did, or ``None`` when it cannot be mapped.
 
     A line in the DP-wide world (``world_size_across_dp``) names its global rank.  With
     independent DP engines (``independent``: the engine-init line says DP=1 of a launch
     resolved to DP>1) each engine's workers join a world of their own (TP×PP×PCP,
     ranks from 0), so the line's rank is local to its engine, and the engine comes from
-    the line's ``EngineCore_DP<i>`` tag: global rank = i × (TP×PP×PCP) + local rank.
-    An engine-local line without that tag is never guessed at.
+    the line's ``EngineCore_DP<i>`` tag or, for a bare ``(Worker pid=N)`` tag, from the
+    same process's own compile-cache lines (``stated``, :func:`stated_engines`), which
+    must name the same engine-local rank: global rank = i × (TP×PP×PCP) + local rank.
+    An engine-local line whose engine neither says is never guessed at; nor is one whose
+    tag and cache lines name different engines, or whose cache lines disagree.
     """
     width = configuration.ranks_per_engine
     if obs.world_size == configuration.world_size:
-        return obs.rank
+        return obs.rank, None
     if not independent or obs.world_size != width or obs.rank >= width:
         return None
     engine = obs.process.dp_engine if obs.process is not None else None
+    via: int | None = None
+    said = (
+        stated.get(obs.process.text)
+        if isinstance(stated, dict) and obs.process is not None
+        else None
+    )
+    if isinstance(said, str):
+        return None
+    if said is not None:
+        rank, said_engine, via = said
+        if rank != obs.rank or (engine is not None and engine != said_engine):
+            return None
+        engine = said_engine
     if engine is None or engine >= configuration.data_parallel_size:
         return None
-    return engine * width + obs.rank
+    return engine * width + obs.rank, via
+
+
+def global_rank(
+    obs: RankObservation,
+    configuration: ResolvedParallel,
+    *,
+    independent: bool,
+    stated: dict[str, StatedEngine | str] | str | None = None,
+) -> int | None:
+    """The global rank a worker line names (:func:`attribute`), or ``None``."""
+    found = attribute(obs, configuration, independent=independent, stated=stated)
+    return None if found is None else found[0]
 
 
 _WORKER_NAME = re.compile(r"(?:Vllm)?Worker(?P<fields>(?:_[A-Z]+\d+)*)")

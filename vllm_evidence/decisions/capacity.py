@@ -41,6 +41,7 @@ from vllm_evidence.decisions._capacity_figures import (
     product_engine,
     product_figures,
     resolved_dp,
+    v0_block_size,
     v0_engine,
 )
 from vllm_evidence.decisions._common import (
@@ -118,7 +119,12 @@ class CapacityEstablished(Sealed):
     @property
     def detail(self) -> str:
         """One line for a person."""
-        parts = ", ".join(f"engine {e.engine}: {e.tokens} ({e.source})" for e in self.engines)
+        parts = ", ".join(
+            f"engine {e.engine}: {e.tokens} ({e.source}"
+            + (f"; {e.block_size_note}" if e.block_size_note else "")
+            + ")"
+            for e in self.engines
+        )
         agree = " — the log and the label agree" if self.corroborated_by else ""
         return f"{parts}{agree}"
 
@@ -362,20 +368,26 @@ def _decide(evidence: Evidence) -> CapacityDecision:
         if law is not None and law.authority is CapacityAuthority.NEEDS_BLOCK_SIZE_FROM_SAME_LAUNCH:
             assert launch is not None  # noqa: S101  # blocks come from a launch
             size = launch.block_size
-            if size is None:
+            derived = v0_block_size(launch, blocks[0]) if size is None else None
+            engine = None
+            if size is not None:
+                engine = v0_engine(launch, blocks[0], size)
+            elif isinstance(derived, tuple):
+                engine = v0_engine(launch, blocks[0], *derived)
+            else:
                 problems.append(
                     (
                         CapacityReason.BLOCK_SIZE_UNOBSERVED,
                         (
                             f"V0 block line(s) seen ({blocks[0].device_blocks}, line "
-                            f"{blocks[0].line}) but the launch never prints its block size"
+                            f"{blocks[0].line}) but the launch never prints its block size, "
+                            f"and {derived}"
                         ),
                     )
                 )
-            else:
-                engines = tuple(v0_engine(launch, b, size) for b in blocks[:1])
+            if engine is not None:
                 return _mint_established(
-                    subject=evidence.subject, engines=engines, laws=(law,), corroborated_by=()
+                    subject=evidence.subject, engines=(engine,), laws=(law,), corroborated_by=()
                 )
     if product:
         law = judge(product, fd_version, CapacitySource.LABEL_BLOCKS_TIMES_BLOCK_SIZE)

@@ -35,11 +35,12 @@ from vllm_evidence.decisions._common import (
 )
 from vllm_evidence.decisions._parallel_configuration import (
     ResolvedParallel,
-    global_rank,
+    attribute,
     independent_engines,
     layout_sizes,
     resolve_from_http,
     resolve_from_log,
+    stated_engines,
     worker_tag_rank,
     worker_tags,
 )
@@ -178,23 +179,38 @@ def _population(
     lines: list[RankObservation] = []
     untagged: list[RankObservation] = []
     independent = independent_engines(launch, configuration)
+    # Independent engines' workers join worlds of their own: the engine of a bare
+    # (Worker pid=N) comes from that process's own compile-cache lines, or from nothing.
+    stated = stated_engines(launch) if independent else {}
+    engine_lines: dict[int, int] = {}
     for obs in launch.ranks:
-        rank = global_rank(obs, configuration, independent=independent)
-        if rank is None:
+        found = attribute(obs, configuration, independent=independent, stated=stated)
+        if found is None:
             if independent and obs.world_size == width:
                 untagged.append(obs)
             continue
+        rank, via = found
         lines.append(obs)
-        present.setdefault(rank, obs)
+        if rank not in present:
+            present[rank] = obs
+            if via is not None:
+                engine_lines[rank] = via
     tag_lines: dict[int, tuple[int, ProcessTag]] = {}
     unmapped_tags: list[str] = []
     # A worker that printed a rank line is judged by it: its tag adds nothing, and a
     # tag never overrides what the worker's own world says.
     with_rank_lines = {r.process.text for r in launch.ranks if r.process is not None}
-    for tag, line in worker_tags(launch):
+    for tag, first_line in worker_tags(launch):
         if tag.text in with_rank_lines:
             continue
-        g = worker_tag_rank(tag, configuration)
+        g, line = worker_tag_rank(tag, configuration), first_line
+        said = stated.get(tag.text) if isinstance(stated, dict) else None
+        if g is None and isinstance(said, tuple):
+            # A worker without a rank line, whose own compile-cache lines name its
+            # engine-local rank and DP engine.
+            local, engine, via = said
+            if local < width and engine < configuration.data_parallel_size:
+                g, line = engine * width + local, via
         if g is None:
             unmapped_tags.append(tag.text)
         elif g not in present:
@@ -205,7 +221,9 @@ def _population(
             data_parallel_rank=g // width,
             rank=g,
             pid=present[g].pid,
-            source=log_source(launch, present[g].line, present[g].process),
+            # Where the global rank was read: the rank line, or the compile-cache line
+            # of the same process that named its DP engine.
+            source=log_source(launch, engine_lines.get(g, present[g].line), present[g].process),
         )
         for g in expected
         if g in present
@@ -246,12 +264,19 @@ def _population(
     if untagged and missing:
         where = ", ".join(str(obs.line) for obs in untagged[:5])
         pids = sorted({obs.pid for obs in untagged if obs.pid is not None})
+        why = (
+            [stated]
+            if isinstance(stated, str)
+            else [v for v in stated.values() if isinstance(v, str)][:3]
+        )
         return (
             ParallelReason.RANKS_UNATTRIBUTED,
             (
                 f"ranks {list(missing)} not attributed: the worker lines of {len(pids)} "
                 f"process(es) in one engine's own world of {width} (line {where}) carry "
-                "no DP engine tag, so which engine each belongs to is not printed"
+                "no DP engine tag and no compile-cache line of the same process names "
+                "one engine, so which engine each belongs to is not printed"
+                + "".join(f"; {w}" for w in why)
             ),
             ranks,
             missing,

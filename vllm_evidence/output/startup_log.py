@@ -12,9 +12,10 @@ from typing import Any
 from vllm_evidence._converter import converter
 from vllm_evidence.adapters.startup_log import Launch, ProcessTag, StartupLog
 from vllm_evidence.decisions._parallel_configuration import (
-    global_rank,
+    attribute,
     independent_engines,
     resolve_from_log,
+    stated_engines,
 )
 
 __all__ = ["SCHEMA", "render_startup_log", "startup_log_document"]
@@ -190,25 +191,33 @@ def _resolved_lines(launch: Launch) -> list[str]:
     if resolved is None or config is None or resolved.data_parallel_note is None:
         return []
     independent = independent_engines(launch, resolved)
-    mapped = sorted(
-        {
-            g
-            for r in launch.ranks
-            if (g := global_rank(r, resolved, independent=independent)) is not None
-        }
+    stated = stated_engines(launch) if independent else {}
+    via: dict[int, int | None] = {}
+    unmapped = []
+    for r in launch.ranks:
+        found = attribute(r, resolved, independent=independent, stated=stated)
+        if found is None:
+            if r.world_size == resolved.ranks_per_engine:
+                unmapped.append(r)
+        elif via.get(found[0]) is None:
+            via[found[0]] = found[1]
+    ranks = (
+        ", ".join(
+            str(g) + ("" if via[g] is None else f" (DP engine from compile-cache line {via[g]})")
+            for g in sorted(via)
+        )
+        if via
+        else "none"
     )
-    unmapped = [
-        r
-        for r in launch.ranks
-        if global_rank(r, resolved, independent=independent) is None
-        and r.world_size == resolved.ranks_per_engine
-    ]
-    ranks = ", ".join(map(str, mapped)) if mapped else "none"
     if independent and unmapped:
         ranks += (
             f"; {len(unmapped)} worker line(s) in one engine's own world name no DP engine "
             "(not mapped)"
         )
+        if isinstance(stated, str):
+            ranks += f"; {stated}"
+        else:
+            ranks += "".join(f"; {w}" for w in stated.values() if isinstance(w, str))
     return [
         (
             f"  resolved sizes:     TP={resolved.tensor_parallel_size} "

@@ -114,8 +114,19 @@ def test_v0_served_identity_and_parallel() -> None:
 
 def test_without_a_block_size_v0_blocks_are_refused() -> None:
     text = V0_LOG.replace("block_size=16, ", "")
-    read = read_startup_log(io.BytesIO(text.encode()))
+    concurrency = text[text.index("INFO 12-27 10:00:20 distributed_gpu_executor.py:61]") :]
+    read = read_startup_log(io.BytesIO(text.replace(concurrency, "").encode()))
     assert isinstance(read, StartupLog)
     decision = assess(None, read).capacity
     assert not isinstance(decision, CapacityEstablished)
     assert decision.reason.value == "block_size_unobserved"
+
+
+def test_without_a_block_size_the_concurrency_line_pins_it() -> None:
+    # 27,648 × B / 2048 printed as 216.00: only B = 16 fits.
+    text = V0_LOG.replace("block_size=16, ", "")
+    read = read_startup_log(io.BytesIO(text.encode()))
+    assert isinstance(read, StartupLog)
+    decision = assess(None, read).capacity
+    assert isinstance(decision, CapacityEstablished), decision
+    assert decision.engines[0].tokens.value == 442_368  # 27,648 × 16

@@ -42,6 +42,12 @@ capacity                   ``# GPU blocks: N, # CPU blocks: M`` (any device word
                            per request: X.XXx``; ``<DEV> KV cache size: N tokens, Maximum
                            concurrency for L tokens per request: X.XXx``
 available memory           ``Available KV cache memory: X GiB`` (negative kept)
+compile cache              ``saved AOT compiled function to …/rank_R_D/model``,
+                           ``Compiling model again due to a load failure from
+                           …/rank_R_D/model, reason: …``, ``Using cache directory:
+                           …/rank_R_D/<prefix> for vLLM's torch.compile`` (each possibly
+                           after a ``[tag] `` prefix): a worker's engine-local rank R and
+                           the DP index D of its cache directory
 executor markers           the file of the record prefix (the law table's
                            :data:`~vllm_evidence.upstream.EXECUTOR_FILES`),
                            ``DP group leader:`` (MultiprocExecutor), worker process tags,
@@ -68,6 +74,7 @@ from vllm_evidence.adapters.startup_log._lexer import (
 )
 from vllm_evidence.adapters.startup_log.observations import (
     CapacityFormat,
+    CompileCacheForm,
     ConcurrencyLine,
     DevModeWarning,
     ExecutorBackend,
@@ -81,6 +88,7 @@ from vllm_evidence.adapters.startup_log.observations import (
     _mint_args,
     _mint_blocks,
     _mint_capacity,
+    _mint_compile_cache,
     _mint_engine,
     _mint_executor,
     _mint_memory,
@@ -174,6 +182,7 @@ KEYWORDS: tuple[str, ...] = (
     "Development endpoints",
     "executor",
     "DP group leader",
+    "/rank_",
 )
 KEYWORDS_RE = re.compile("|".join(re.escape(k) for k in KEYWORDS))
 KEYWORDS_BYTES_RE = re.compile("|".join(re.escape(k) for k in KEYWORDS).encode())
@@ -226,6 +235,20 @@ _ASSIGN_RE = re.compile(
     r"rank (?P<r>[0-9]+) in world size (?P<ws>[0-9]+) is assigned as (?P<groups>.*?)\s*$"
 )
 _GROUP_RE = re.compile(r"(?P<g>[A-Z]+) rank (?P<v>[0-9]+|N/A)")
+#: vLLM's torch.compile cache lines (``compilation/decorators.py``,
+#: ``compilation/backends.py``; 0.32.0 puts the model's compile tag, ``[backbone] ``,
+#: before each): the message's head, its form, and the text that ends the path.
+_CACHE_HEADS: tuple[tuple[str, CompileCacheForm, str], ...] = (
+    ("saved AOT compiled function to ", CompileCacheForm.AOT_SAVED, ""),
+    (
+        "Compiling model again due to a load failure from ",
+        CompileCacheForm.AOT_LOAD_FAILED,
+        ", reason: ",
+    ),
+    ("Using cache directory: ", CompileCacheForm.CACHE_DIRECTORY, " for vLLM's torch.compile"),
+)
+_COMPILE_TAG_RE = re.compile(r"\[[A-Za-z0-9_.-]{1,64}\] ")
+_CACHE_SEGMENT_RE = re.compile(r"rank_(?P<r>[0-9]{1,9})_(?P<d>[0-9]{1,9})")
 _ROUTE_RE = re.compile(r"Route: (?P<p>/\S*), Methods: (?P<m>[A-Z]+(?:, [A-Z]+)*)\s*$")
 _DEV_MODE = "SECURITY WARNING: Development endpoints are enabled!"
 
@@ -260,6 +283,11 @@ def parse_logical_line(text: str, line: int) -> list[Observation]:
             _mint_executor(marker=EXECUTOR_FILES[h.file], named=None, line=line, process=proc)
         )
     msg = h.message
+    if "/rank_" in msg and not h.transformed:
+        cache = _compile_cache(msg, line, proc)
+        if cache is not None:
+            out.append(cache)
+            return out
     if msg.startswith("Route: "):
         if m := _ROUTE_RE.match(msg):
             out.append(_mint_route(path=m["p"], methods=tuple(m["m"].split(", ")), line=line))
@@ -350,6 +378,46 @@ def parse_logical_line(text: str, line: int) -> list[Observation]:
             )
         )
     return out
+
+
+def _compile_cache(msg: str, line: int, proc: ProcessTag | None) -> Observation | None:
+    """A torch.compile cache line's ``rank_R_D`` directory, or ``None``.
+
+    The path must end exactly as vLLM builds it: ``<cache>/rank_R_D/model`` for the AOT
+    lines (``os.path.join(cache_dir, f"rank_{rank}_{dp_rank}")`` then ``"model"``), and
+    ``<cache>/rank_R_D/<prefix>`` for the cache-directory line (``prefix`` has no
+    ``/``; empty for the plain model).  Only the last two segments are read, so a
+    ``rank_…`` directory higher in the path is never taken for the worker's own.
+    """
+    if (tag := _COMPILE_TAG_RE.match(msg)) is not None:
+        msg = msg[tag.end() :]
+    for head, form, end in _CACHE_HEADS:
+        if not msg.startswith(head):
+            continue
+        path = msg[len(head) :].rstrip()
+        if end:
+            cut = path.find(end)
+            if cut < 0 or (
+                form is CompileCacheForm.CACHE_DIRECTORY and cut + len(end) != len(path)
+            ):
+                return None
+            path = path[:cut]
+        parts = path.rsplit("/", 2)
+        if len(parts) != 3 or (
+            form is not CompileCacheForm.CACHE_DIRECTORY and parts[2] != "model"
+        ):
+            return None
+        segment = _CACHE_SEGMENT_RE.fullmatch(parts[1])
+        if segment is None:
+            return None
+        return _mint_compile_cache(
+            form=form,
+            rank=int(segment["r"]),
+            data_parallel_index=int(segment["d"]),
+            line=line,
+            process=proc,
+        )
+    return None
 
 
 def _rank(msg: str, h: Header, line: int, proc: ProcessTag | None) -> list[Observation]:

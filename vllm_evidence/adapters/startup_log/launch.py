@@ -47,6 +47,7 @@ from vllm_evidence.adapters.startup_log.observations import (
     BlocksObservation,
     CapacityFormat,
     CapacityObservation,
+    CompileCacheObservation,
     ConcurrencyLine,
     DevModeWarning,
     EngineConfigObservation,
@@ -95,6 +96,8 @@ class Launch(Sealed):
     non_default_args: tuple[NonDefaultArgsObservation, ...]
     engine_configs: tuple[EngineConfigObservation, ...]
     ranks: tuple[RankObservation, ...]
+    compile_cache: tuple[CompileCacheObservation, ...]
+    """The workers' torch.compile cache lines (``rank_R_D``), in line order."""
     executor_observations: tuple[ExecutorObservation, ...]
     routes: tuple[RouteObservation, ...]
     capacity: tuple[CapacityObservation, ...]
@@ -269,6 +272,7 @@ class _Assembler:
         self.args: list[NonDefaultArgsObservation] = []
         self.engines: list[EngineConfigObservation] = []
         self.ranks: list[RankObservation] = []
+        self.compile_cache: list[CompileCacheObservation] = []
         self.executor: list[ExecutorObservation] = []
         self.routes: list[RouteObservation] = []
         self.capacity: list[CapacityObservation] = []
@@ -292,6 +296,7 @@ class _Assembler:
                 non_default_args=tuple(self.args),
                 engine_configs=tuple(self.engines),
                 ranks=tuple(self.ranks),
+                compile_cache=tuple(self.compile_cache),
                 executor_observations=tuple(self.executor),
                 routes=tuple(self.routes),
                 capacity=tuple(sorted(self.capacity, key=lambda c: c.line)),
@@ -401,6 +406,8 @@ class _Assembler:
                 self.engines.append(obs)
             case RankObservation():
                 self.ranks.append(obs)
+            case CompileCacheObservation():
+                self.compile_cache.append(obs)
             case RouteObservation():
                 self.routes.append(obs)
             case CapacityObservation():
@@ -436,7 +443,10 @@ def _parse(text: str, line: int, assembler: _Assembler) -> None:
     proc: ProcessTag | None = None
     for obs in observations:
         assembler.feed(obs)
-        proc = proc or getattr(obs, "process", None)
+        if not isinstance(obs, CompileCacheObservation):
+            # A compile-cache line states a rank, not the executor: its tag adds no
+            # executor marker.
+            proc = proc or getattr(obs, "process", None)
     for marker in tag_markers(proc, line):
         assembler.feed(marker)
     if split_header(text).transformed:  # after feeding: a banner line opens its launch

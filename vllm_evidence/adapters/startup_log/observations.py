@@ -30,6 +30,8 @@ __all__ = [
     "BlocksObservation",
     "CapacityFormat",
     "CapacityObservation",
+    "CompileCacheForm",
+    "CompileCacheObservation",
     "ConcurrencyLine",
     "DevModeWarning",
     "EngineConfigObservation",
@@ -221,6 +223,48 @@ class RankObservation(Sealed):
 _mint_rank = minter(RankObservation, RankObservation.__attrs_init__)
 
 
+class CompileCacheForm(enum.Enum):
+    """Which torch.compile cache line a :class:`CompileCacheObservation` came from."""
+
+    AOT_SAVED = "aot_saved"
+    """``saved AOT compiled function to …/rank_R_D/model`` (``compilation/decorators.py``)"""
+    AOT_LOAD_FAILED = "aot_load_failed"
+    """``Compiling model again due to a load failure from …/rank_R_D/model, reason: …``"""
+    CACHE_DIRECTORY = "cache_directory"
+    """``Using cache directory: …/rank_R_D/<prefix> for vLLM's torch.compile``
+    (``compilation/backends.py``)"""
+
+
+@final
+@attrs.frozen(init=False, repr=False)
+class CompileCacheObservation(Sealed):
+    """A worker's torch.compile cache directory ``rank_R_D``: the worker's own statement
+    of its engine-local rank ``R`` and of the DP index ``D`` vLLM built the directory
+    from.
+
+    Which field fills ``D`` depends on the release (``data_parallel_rank`` up to 0.11.0,
+    ``data_parallel_index`` from 0.20.0): whether ``D`` names the worker's DP engine is
+    decided per release by :mod:`vllm_evidence.decisions._parallel_configuration`, never
+    here.
+    """
+
+    __public_constructor__ = _PUBLIC
+
+    form: CompileCacheForm
+    rank: int
+    data_parallel_index: int
+    line: int
+    process: ProcessTag | None
+
+    @property
+    def pid(self) -> int | None:
+        """The pid of the worker process, from its tag."""
+        return self.process.pid if self.process else None
+
+
+_mint_compile_cache = minter(CompileCacheObservation, CompileCacheObservation.__attrs_init__)
+
+
 @final
 @attrs.frozen(init=False, repr=False)
 class RouteObservation(Sealed):
@@ -377,6 +421,7 @@ Observation = (
     | NonDefaultArgsObservation
     | EngineConfigObservation
     | RankObservation
+    | CompileCacheObservation
     | RouteObservation
     | CapacityObservation
     | BlocksObservation
