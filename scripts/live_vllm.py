@@ -1725,7 +1725,7 @@ def check() -> int:
 
 
 #: What ``check --release X`` runs on the fresh captures of another release.
-RELEASE_TESTS = ("tests/properties/test_release_fixtures.py",)
+RELEASE_TESTS = ("tests/properties/test_release_fixtures.py", "tests/test_real_releases.py")
 
 
 def check_release(release: Release, names: Sequence[str]) -> int:

@@ -6,10 +6,15 @@ The expected values are written out by hand from each fixture's ``NOTES.md`` (th
 command) and its bodies: a person who launched the server knows its version, its sizes
 and that it served; no decision may call the scenario's own log a conflict or a
 contradiction.
+
+The live tier (``scripts/live-vllm check --release X``, in ``.ci/run`` for 0.26.0) runs this
+file on the scenarios it has just recorded: the same figures and verdicts, from a server
+started minutes before.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -32,6 +37,19 @@ from vllm_evidence.decisions._parallel_configuration import (
 from vllm_evidence.output.startup_log import render_startup_log
 
 REAL = Path(__file__).resolve().parent / "fixtures" / "real"
+#: ``scripts/live-vllm check --release X`` sets this to the ``vllm-X-cpu`` directory it has
+#: just recorded: that release's scenarios recorded there are read from it, afresh, with
+#: the same expectations as the committed ones (the others stay committed).
+FRESH = os.environ.get("VLLM_EVIDENCE_LIVE_CAPTURES")
+
+
+def _dir(scenario: str) -> Path:
+    """Where ``release/scenario`` is read: a fresh recording of it, else the committed one."""
+    release, _, name = scenario.partition("/")
+    if FRESH and Path(FRESH).name == release and (Path(FRESH) / name / "startup.log").is_file():
+        return Path(FRESH) / name
+    return REAL / scenario
+
 
 # (release/scenario, version, (TP, PP, DP), global ranks the log maps, capacity per engine)
 SCENARIOS: list[tuple[str, str, tuple[int, int, int], tuple[int, ...], tuple[int, ...]]] = [
@@ -47,13 +65,13 @@ IDS = [s[0] for s in SCENARIOS]
 
 
 def _log(scenario: str) -> StartupLog:
-    read = read_startup_log(REAL / scenario / "startup.log")
+    read = read_startup_log(_dir(scenario) / "startup.log")
     assert isinstance(read, StartupLog), read
     return read
 
 
 def _assessment(scenario: str) -> Assessment:
-    return assess_witnessed(REAL / scenario, _log(scenario))
+    return assess_witnessed(_dir(scenario), _log(scenario))
 
 
 @pytest.mark.parametrize(("scenario", "version", "sizes", "ranks", "capacity"), SCENARIOS, ids=IDS)
@@ -271,3 +289,21 @@ def test_the_0_8_5_log_alone_gives_its_v0_capacity_through_the_concurrency_line(
         "block size 16: the only integer B with 65,536 × B / 2048 printed as 512.00x on "
         "line 20 (V0 prints no block size)"
     )
+
+
+def test_a_fresh_recording_of_a_scenario_is_read_instead_of_the_committed_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    fresh = tmp_path / "vllm-0.26.0-cpu"
+    (fresh / "tp1").mkdir(parents=True)
+    (fresh / "tp1" / "startup.log").write_bytes(b"")
+    module = sys.modules[__name__]
+    monkeypatch.setattr(module, "FRESH", str(fresh))
+    assert _dir("vllm-0.26.0-cpu/tp1") == fresh / "tp1"
+    # a scenario not recorded afresh, and another release, stay committed
+    assert _dir("vllm-0.26.0-cpu/tp2") == REAL / "vllm-0.26.0-cpu/tp2"
+    assert _dir("vllm-0.29.0-cpu/tp2") == REAL / "vllm-0.29.0-cpu/tp2"
+    monkeypatch.setattr(module, "FRESH", None)
+    assert _dir("vllm-0.26.0-cpu/tp1") == REAL / "vllm-0.26.0-cpu/tp1"

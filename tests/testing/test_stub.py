@@ -128,10 +128,13 @@ def test_a_fixed_port_another_listener_holds_is_waited_for_only_when_asked() -> 
     holder.listen()
     port = holder.getsockname()[1]
     try:
-        with pytest.raises(OSError) as refused, serve_capture(REAL, port=port):
+        with pytest.raises(OSError, match="in use") as refused, serve_capture(REAL, port=port):
             pass
         assert refused.value.errno == errno.EADDRINUSE
-        with pytest.raises(OSError), serve_capture(REAL, port=port, bind_wait_s=0.2):
+        with (
+            pytest.raises(OSError, match="in use"),
+            serve_capture(REAL, port=port, bind_wait_s=0.2),
+        ):
             pass
         threading.Timer(0.3, holder.close).start()
         with serve_capture(REAL, port=port, bind_wait_s=30) as door:
