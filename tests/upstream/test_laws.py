@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from pathlib import Path
 
 import pytest
 from packaging.version import Version
@@ -265,8 +266,44 @@ def test_cache_config_labels_by_release() -> None:
     assert "kv_cache_size_tokens" not in _cache_labels("0.20.0")
     assert {"kv_cache_size_tokens", "kv_cache_max_concurrency"} <= _cache_labels("0.27.0")
     assert "hash_block_size" not in _cache_labels("0.27.0")
+    assert {"kv_cache_size_tokens", "kv_cache_max_concurrency"} <= _cache_labels("0.26.0")
+    assert "hash_block_size" not in _cache_labels("0.26.0") | _cache_labels("0.29.0")
+    assert "kv_cache_layout" in _cache_labels("0.29.0") - _cache_labels("0.26.0")
     assert _cache_labels("0.33.0") - _cache_labels("0.32.0") == {"simple_cpu_offload_num_blocks"}
     assert _cache_labels("0.32.0") - _cache_labels("0.33.0") == set()
+
+
+def test_a_cpu_server_of_0_8_5_carries_the_kv_cache_space_its_platform_sets() -> None:
+    law = _laws("0.8.5").cache_config_labels()
+    assert isinstance(law, CacheConfigLabelsLaw)
+    assert law.cpu_platform_labels == {"cpu_kvcache_space_bytes"}
+    assert "cpu_kvcache_space_bytes" not in law.labels  # not a declared field in 0.8.5
+    assert law.statement.endswith("; on the CPU platform also cpu_kvcache_space_bytes")
+    later = _laws("0.9.2").cache_config_labels()
+    assert isinstance(later, CacheConfigLabelsLaw)
+    assert later.cpu_platform_labels == frozenset()  # a declared field from 0.9.2 on
+    assert "cpu_kvcache_space_bytes" in later.labels
+    assert "on the CPU platform" not in later.statement
+
+
+_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "real"
+
+
+@pytest.mark.parametrize(
+    "body",
+    sorted(_FIXTURES.glob("vllm-*-cpu/*/metrics.body")),
+    ids=lambda p: f"{p.parent.parent.name}/{p.parent.name}",
+)
+def test_every_recorded_cpu_server_carries_the_labels_its_release_law_gives(body: Path) -> None:
+    """First-hand: each real CPU server's /metrics against the law for its release (the
+    platform-wide labels plus what the CPU platform adds)."""
+    line = re.search(rb"vllm:cache_config_info\{([^}]*)\}", body.read_bytes())
+    assert line is not None
+    served = frozenset(m.decode() for m in re.findall(rb'([A-Za-z_][A-Za-z0-9_]*)="', line[1]))
+    release = body.parent.parent.name.removeprefix("vllm-").removesuffix("-cpu")
+    law = _laws(release).cache_config_labels()
+    assert isinstance(law, CacheConfigLabelsLaw), law.statement
+    assert served == law.labels | law.cpu_platform_labels
 
 
 def test_cache_config_labels_are_not_borrowed_between_read_releases() -> None:
@@ -278,7 +315,7 @@ def test_adjacent_label_laws_differ() -> None:
     """One span per identical set: two neighbouring laws never carry the same labels."""
     (_, laws) = next((q, laws) for q, laws in LAW_TABLE if q.key == _CACHE_KEY)
     labels = [law.labels for law in laws if isinstance(law, CacheConfigLabelsLaw)]
-    assert len(labels) == len(laws) == 9
+    assert len(labels) == len(laws) == 11
     assert all(a != b for a, b in itertools.pairwise(labels))
 
 

@@ -173,13 +173,21 @@ class CacheConfigLabelsLaw(Sealed):
     span: ReleaseSpan
     sources: tuple[str, ...]
     labels: frozenset[str]
+    """The labels on every platform: ``CacheConfig``'s own attributes (and ``engine``)."""
+    cpu_platform_labels: frozenset[str] = frozenset()
+    """Labels a CPU server also carries: attributes the CPU platform sets on its
+    ``CacheConfig`` at start-up (``platforms/cpu.py``), which ``metrics_info`` then
+    reports like any other.  Empty where the platform adds none (or declares them)."""
 
     @property
     def statement(self) -> str:
         """The law in one sentence."""
-        return f"vllm:cache_config_info has {len(self.labels)} labels: " + ", ".join(
+        text = f"vllm:cache_config_info has {len(self.labels)} labels: " + ", ".join(
             sorted(self.labels)
         )
+        if self.cpu_platform_labels:
+            text += "; on the CPU platform also " + ", ".join(sorted(self.cpu_platform_labels))
+        return text
 
     def _repr_summary(self) -> str:
         return _law_summary(self)

@@ -960,6 +960,28 @@ _LABELS_0_20_0 = _labels(
     kv_sharing_fast_prefill kv_cache_memory_bytes kv_offloading_size kv_offloading_backend
     _block_size_resolved engine"""
 )
+# Written out by hand from the real captures' /metrics bodies (CPU, TP=1 and TP=2).
+_LABELS_0_26_0 = _labels(
+    """_block_size_resolved block_size cache_dtype calculate_kv_scales enable_prefix_caching
+    engine gpu_memory_utilization is_attention_free kv_cache_dtype_skip_layers
+    kv_cache_max_concurrency kv_cache_memory_bytes kv_cache_size_tokens
+    kv_offloading_backend kv_offloading_size kv_sharing_fast_prefill mamba_block_size
+    mamba_cache_dtype mamba_cache_mode mamba_page_size_padded mamba_ssm_cache_dtype
+    num_cpu_blocks num_gpu_blocks num_gpu_blocks_override prefix_caching_hash_algo
+    prefix_match_unit skip_page_size_padded sliding_window user_specified_block_size
+    user_specified_mamba_block_size"""
+)
+_LABELS_0_29_0 = _labels(
+    """_block_size_resolved block_size cache_dtype enable_prefix_caching engine
+    gpu_memory_utilization is_attention_free kv_cache_dtype_skip_layers kv_cache_layout
+    kv_cache_max_concurrency kv_cache_memory_bytes kv_cache_size_tokens
+    kv_offloading_backend kv_offloading_size kv_sharing_fast_prefill mamba_block_size
+    mamba_cache_dtype mamba_cache_mode mamba_page_size_padded mamba_ssm_cache_dtype
+    num_cpu_blocks num_gpu_blocks num_gpu_blocks_override prefix_cache_retention_interval
+    prefix_caching_hash_algo prefix_match_unit replayssm_buffer_len skip_page_size_padded
+    sliding_window use_kda_recoverssm use_replayssm user_specified_block_size
+    user_specified_mamba_block_size"""
+)
 _LABELS_0_27_0 = (_LABELS_0_20_0 - {"hash_block_size"}) | _labels(
     """prefix_match_unit skip_page_size_padded replayssm_buffer_len use_replayssm
     kv_cache_size_tokens kv_cache_max_concurrency"""
@@ -993,9 +1015,13 @@ _LABELS_0_33_0 = _labels(
 
 
 def _cache_config_labels() -> list[tuple[Question, tuple[Law, ...]]]:
-    def law(first: str, last: str, labels: frozenset[str], *sources: str) -> Law:
+    def law(first: str, last: str, labels: frozenset[str], *sources: str, cpu: str = "") -> Law:
         return _labels_law(
-            question=_LABELS_QUESTION, span=span(first, last), sources=sources, labels=labels
+            question=_LABELS_QUESTION,
+            span=span(first, last),
+            sources=sources,
+            labels=labels,
+            cpu_platform_labels=_labels(cpu),
         )
 
     fields = "config/cache.py CacheConfig fields and __post_init__ attributes"
@@ -1013,6 +1039,10 @@ def _cache_config_labels() -> list[tuple[Question, tuple[Law, ...]]]:
             _LABELS_0_8_5,
             f"v0.8.5: {fields}",
             "v0.8.5: v1/metrics/loggers.py L348-366 (no engine label)",
+            "v0.8.5: platforms/cpu.py L105-110 (sets cache_config.cpu_kvcache_space_bytes, "
+            "not a declared field)",
+            "first-hand v0.8.5: 15 labels on a CPU server's /metrics (TP=1)",
+            cpu="cpu_kvcache_space_bytes",
         ),
         law(
             "0.9.2",
@@ -1024,7 +1054,21 @@ def _cache_config_labels() -> list[tuple[Question, tuple[Law, ...]]]:
         law("0.10.2", "0.11.0", _LABELS_0_10_2, f"v0.10.2: {fields}", f"v0.11.0: {fields}"),
         law("0.13.0", "0.13.0", _LABELS_0_13_0, f"v0.13.0: {fields}"),
         law("0.20.0", "0.20.0", _LABELS_0_20_0, f"v0.20.0: {fields}"),
+        law(
+            "0.26.0",
+            "0.26.0",
+            _LABELS_0_26_0,
+            "first-hand v0.26.0: vllm:cache_config_info labels on /metrics (CPU, TP=1, TP=2)",
+            "v0.26.0: config/cache.py L232-235 (metrics_info: every __dict__ key)",
+            "v0.26.0: v1/metrics/loggers.py L1076-1097 (engine label added)",
+        ),
         law("0.27.0", "0.27.0", _LABELS_0_27_0, f"v0.27.0: {fields}"),
+        law(
+            "0.29.0",
+            "0.29.0",
+            _LABELS_0_29_0,
+            "first-hand v0.29.0: vllm:cache_config_info labels on /metrics (CPU, TP=2, PP=2, DP=2)",
+        ),
         law(
             "0.32.0",
             "0.32.0",
