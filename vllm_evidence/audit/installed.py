@@ -9,7 +9,9 @@ this module out for that reason (see ``docs/mutation.md``).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from vllm_evidence.audit import (
     Installed,
@@ -75,6 +77,45 @@ def _guarded_prefixes() -> tuple[str, ...] | Unavailable:
     return tuple(prefixes)
 
 
+def _router_registration() -> Callable[[Any, Any], Any]:
+    """How the installed release registers its routes on an app, without a server.
+
+    0.32 on: ``vllm.entrypoints.launchers.api_server.routers.register_api_routers`` on a
+    bare app.  Before (0.26.0 read): ``vllm.entrypoints.openai.api_server.build_app`` with
+    the CLI's default arguments (``make_arg_parser`` over ``FlexibleArgumentParser``,
+    which moved from ``vllm.utils`` to ``vllm.utils.argparse_utils``).  Raises
+    :class:`ImportError` when neither is there.
+    """
+    import importlib
+
+    try:
+        routers = importlib.import_module("vllm.entrypoints.launchers.api_server.routers")
+    except ImportError:
+        pass
+    else:
+
+        def register_new(fastapi: Any, argparse: Any) -> Any:
+            app = fastapi.FastAPI()
+            app.state.args = argparse.Namespace()
+            routers.register_api_routers(app.state.args, app, ("generate",), None)
+            return app
+
+        return register_new
+    api_server = importlib.import_module("vllm.entrypoints.openai.api_server")
+    cli_args = importlib.import_module("vllm.entrypoints.openai.cli_args")
+    try:
+        parser_type = importlib.import_module("vllm.utils.argparse_utils").FlexibleArgumentParser
+    except (ImportError, AttributeError):
+        parser_type = importlib.import_module("vllm.utils").FlexibleArgumentParser
+
+    def register_old(fastapi: Any, argparse: Any) -> Any:
+        del fastapi, argparse  # build_app makes its own app
+        args = cli_args.make_arg_parser(parser_type()).parse_args([])
+        return api_server.build_app(args, ("generate",))
+
+    return register_old
+
+
 def _built_route_tables() -> tuple[RouteTable | Unavailable, RouteTable | Unavailable]:
     """Both route tables, from the router registration a launch runs (no server)."""
     import argparse
@@ -82,10 +123,9 @@ def _built_route_tables() -> tuple[RouteTable | Unavailable, RouteTable | Unavai
     import os
 
     try:
-        from vllm.entrypoints.launchers.api_server.routers import register_api_routers
-
         fastapi = importlib.import_module("fastapi")
         envs = importlib.import_module("vllm.envs")
+        register = _router_registration()
     except ImportError as exc:
         why = Unavailable(f"cannot build the router set ({exc}); pass --dev-log/--plain-log")
         return why, why
@@ -98,10 +138,8 @@ def _built_route_tables() -> tuple[RouteTable | Unavailable, RouteTable | Unavai
             if bool(envs.VLLM_SERVER_DEV_MODE) is not (flag == "1"):
                 tables.append(Unavailable("vllm.envs ignores VLLM_SERVER_DEV_MODE (cached)"))
                 continue
-            app = fastapi.FastAPI()
-            app.state.args = argparse.Namespace()
             try:
-                register_api_routers(app.state.args, app, ("generate",), None)
+                app = register(fastapi, argparse)
             except Exception as exc:  # noqa: BLE001  # version-specific; report, don't crash
                 tables.append(Unavailable(f"cannot build the router set: {exc!r}"))
                 continue
