@@ -1698,27 +1698,35 @@ def main(argv: Sequence[str] | None = None) -> int:
     return 0
 
 
+def _test_fresh(
+    out: Path, tests: Sequence[str], timings: dict[str, float], what: str, extra: dict[str, str]
+) -> int:
+    """Run ``tests`` with ``VLLM_EVIDENCE_LIVE_CAPTURES`` naming the fresh captures."""
+    env = dict(os.environ, VLLM_EVIDENCE_LIVE_CAPTURES=str(out), **extra)
+    log(f"running the {what} tests on the fresh captures: pytest {' '.join(tests)}")
+    t0 = time.monotonic()
+    proc = subprocess.run(  # noqa: S603 - our own fixed argv
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],
+        cwd=REPO,
+        env=env,
+        timeout=PYTEST_TIMEOUT_S,
+        check=False,
+    )
+    timings["pytest"] = time.monotonic() - t0
+    _print_timings(timings)
+    if proc.returncode != 0:
+        print(f"LIVE TIER FAILED: the {what} tests failed on fresh captures", file=sys.stderr)
+        return 1
+    return 0
+
+
 def check() -> int:
     with tempfile.TemporaryDirectory(prefix="live-vllm-captures-") as tmp:
         out = Path(tmp) / f"vllm-{VLLM_VERSION}-cpu"
         run, timings = record(SCENARIO_NAMES, out)
-        env = dict(os.environ)
-        env["VLLM_EVIDENCE_LIVE_CAPTURES"] = str(out)
-        env["VLLM_EVIDENCE_LIVE_SECRET"] = run.api_key
-        tests = ["tests/properties/test_real_fixtures.py", "tests/live"]
-        log(f"running the live tests on the fresh captures: pytest {' '.join(tests)}")
-        t0 = time.monotonic()
-        proc = subprocess.run(  # noqa: S603 - our own fixed argv
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],
-            cwd=REPO,
-            env=env,
-            timeout=PYTEST_TIMEOUT_S,
-            check=False,
-        )
-        timings["pytest"] = time.monotonic() - t0
-        _print_timings(timings)
-        if proc.returncode != 0:
-            print("LIVE TIER FAILED: the live tests failed on fresh captures", file=sys.stderr)
+        tests = ("tests/properties/test_real_fixtures.py", "tests/live")
+        secret = {"VLLM_EVIDENCE_LIVE_SECRET": run.api_key}
+        if _test_fresh(out, tests, timings, "live", secret):
             return 1
         print("live tier passed")
         return 0
@@ -1733,21 +1741,7 @@ def check_release(release: Release, names: Sequence[str]) -> int:
     with tempfile.TemporaryDirectory(prefix="live-vllm-captures-") as tmp:
         out = Path(tmp) / f"vllm-{release.version}-cpu"
         _, timings = record(names, out, release=release)
-        env = dict(os.environ)
-        env["VLLM_EVIDENCE_LIVE_CAPTURES"] = str(out)
-        log(f"running the release tests on the fresh captures: pytest {' '.join(RELEASE_TESTS)}")
-        t0 = time.monotonic()
-        proc = subprocess.run(  # noqa: S603 - our own fixed argv
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *RELEASE_TESTS],
-            cwd=REPO,
-            env=env,
-            timeout=PYTEST_TIMEOUT_S,
-            check=False,
-        )
-        timings["pytest"] = time.monotonic() - t0
-        _print_timings(timings)
-        if proc.returncode != 0:
-            print("LIVE TIER FAILED: the release tests failed on fresh captures", file=sys.stderr)
+        if _test_fresh(out, RELEASE_TESTS, timings, "release", {}):
             return 1
         print(f"live tier passed (vLLM {release.version})")
         return 0
