@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import subprocess
-import sys
 from pathlib import Path
 
+from tests._cli import run_cli
 from tests._paths import REAL
 
 DEV_LOG = REAL / "startup.log"
@@ -15,12 +15,7 @@ DEV_LOG = REAL / "startup.log"
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "vllm_evidence", "audit-upstream", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    return run_cli("audit-upstream", *args)
 
 
 def test_cli_without_vllm_is_one_line_exit_2() -> None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 
 import pytest
 
+from tests._cli import run_cli
 from vllm_evidence.upstream import (
     LAW_TABLE,
 )
@@ -16,13 +16,7 @@ from vllm_evidence.upstream import (
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "vllm_evidence", "laws", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-        env={"NO_COLOR": "1", "PATH": ""},
-    )
+    return run_cli("laws", *args, env={"PATH": ""})
 
 
 def test_cli_answers_differ_by_release() -> None:

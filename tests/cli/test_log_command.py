@@ -4,19 +4,14 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
+from tests._cli import run_cli
 from tests._paths import CAPTURES
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "vllm_evidence", "log", *args],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    return run_cli("log", *args)
 
 
 def test_json_contract_on_the_real_capture() -> None:
