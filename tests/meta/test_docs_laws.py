@@ -2,8 +2,8 @@
 
 Every law's statement, rule and citations are user-facing facts: a change to one of them
 must show up as a reviewed change of the document.  The table is rebuilt here by calling
-its builders (as in ``tests/upstream/test_table.py``), so a builder changed after import
-is seen.
+its builders (as in ``tests/upstream/test_table.py``), the executor-marker laws' among
+them, so a builder changed after import is seen.
 Regenerate the document with ``vllm-evidence laws --markdown > docs/laws.md``.
 """
 
@@ -16,7 +16,8 @@ from pathlib import Path
 
 from tests.upstream.test_table import _fresh_table
 from vllm_evidence._cli.laws import render_markdown
-from vllm_evidence.upstream import LAW_TABLE, READ_RELEASES
+from vllm_evidence.upstream import EXECUTOR_LAW_TABLE, LAW_TABLE, READ_RELEASES
+from vllm_evidence.upstream import table as table_module
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "laws.md"
 
@@ -35,7 +36,7 @@ def _diff(expected: str, actual: str) -> str:
 
 def test_the_published_law_table_is_the_table() -> None:
     published = DOC.read_text(encoding="utf-8")
-    rendered = render_markdown(_fresh_table(), READ_RELEASES)
+    rendered = render_markdown([*_fresh_table(), *table_module._executor()], READ_RELEASES)
     assert rendered == published, (
         "docs/laws.md differs from the law table; review the change and regenerate with "
         "`vllm-evidence laws --markdown > docs/laws.md`:\n" + _diff(published, rendered)
@@ -45,7 +46,7 @@ def test_the_published_law_table_is_the_table() -> None:
 def test_the_document_names_every_question_and_citation() -> None:
     # Independent of the renderer's layout: every key and every source appears verbatim.
     published = DOC.read_text(encoding="utf-8")
-    for q, laws in LAW_TABLE:
+    for q, laws in (*LAW_TABLE, *EXECUTOR_LAW_TABLE):
         assert f"## `{q.key}`" in published
         for law in laws:
             for source in law.sources:

@@ -53,9 +53,11 @@ def run(args: argparse.Namespace) -> int:
     if args.markdown:
         if args.release is not None:
             return fail("vllm-evidence laws", "--markdown prints the whole table; drop --version")
-        from vllm_evidence.upstream import LAW_TABLE, READ_RELEASES
+        from vllm_evidence.upstream import EXECUTOR_LAW_TABLE, LAW_TABLE, READ_RELEASES
 
-        sys.stdout.write(render_markdown(LAW_TABLE, READ_RELEASES))
+        # The executor-marker laws are published with the others: their rules and
+        # citations are as much a user-facing fact.
+        sys.stdout.write(render_markdown((*LAW_TABLE, *EXECUTOR_LAW_TABLE), READ_RELEASES))
         return 0
     if args.release is None:
         return _whole_table(json_out=args.json)
