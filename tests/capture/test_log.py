@@ -193,7 +193,7 @@ def test_runs_keep_exactly_the_lines_of_whole_blocks(
 
 
 def _rules() -> LineRules:
-    from vllm_evidence.adapters.startup_log.launch import _RULES
+    from vllm_evidence.adapters.startup_log.reader import _RULES
 
     return _RULES
 

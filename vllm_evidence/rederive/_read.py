@@ -15,7 +15,7 @@ from typing import Any
 from vllm_evidence._claims import CLAIMS
 from vllm_evidence.adapters.receipt import parse_launch_receipt
 from vllm_evidence.adapters.startup_log import StartupLog
-from vllm_evidence.adapters.startup_log.launch import (
+from vllm_evidence.adapters.startup_log.reader import (
     _reread_startup_log,
     _startup_log_from_bytes,
 )

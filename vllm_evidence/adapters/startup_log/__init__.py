@@ -5,22 +5,20 @@ Split the way ``packaging`` splits its tokenizer, parser and public types:
 * ``_lexer`` (private): ANSI codes, docker and CRI records, wrappers, process tags, the
   record prefix; tolerant ``key=value`` splitting;
 * ``_grammar`` (private): the message formats vLLM prints, one logical line in, typed
-  observations out;
+  observations out; ``_workers`` (private) the lines a worker prints about itself;
 * :mod:`~vllm_evidence.adapters.startup_log.observations`: the observation types;
-* :mod:`~vllm_evidence.adapters.startup_log.launch`: launches, the capacity pairing,
-  and :func:`read_startup_log`, which drives :mod:`vllm_evidence.capture.log`.
+* :mod:`~vllm_evidence.adapters.startup_log.launch`: :class:`Launch` and
+  :class:`StartupLog`, and the rules that split a log into launches;
+* :mod:`~vllm_evidence.adapters.startup_log.reader`: the launch assembler (the capacity
+  pairing included) and :func:`read_startup_log`, which drives
+  :mod:`vllm_evidence.capture.log`.
 """
 
 from __future__ import annotations
 
 from vllm_evidence.adapters.startup_log._grammar import KEYWORDS, KEYWORDS_BYTES_RE
 from vllm_evidence.adapters.startup_log._lexer import split_top_level
-from vllm_evidence.adapters.startup_log.launch import (
-    Launch,
-    StartupLog,
-    keyword_line_starts,
-    read_startup_log,
-)
+from vllm_evidence.adapters.startup_log.launch import Launch, StartupLog
 from vllm_evidence.adapters.startup_log.observations import (
     AvailableMemoryObservation,
     BlocksObservation,
@@ -40,6 +38,7 @@ from vllm_evidence.adapters.startup_log.observations import (
     VersionObservation,
     VersionSource,
 )
+from vllm_evidence.adapters.startup_log.reader import keyword_line_starts, read_startup_log
 from vllm_evidence.capture.log import LogReadFailure, LogReadFailureReason
 
 __all__ = [

@@ -29,55 +29,31 @@ a concurrency line from the same process) is joined only inside one launch.
 
 from __future__ import annotations
 
-import io
-import os
-from typing import IO, final
+from typing import final
 
 import attrs
 
 from vllm_evidence._seal import Reduction, Sealed, SealedTypeError, minter
-from vllm_evidence.adapters.startup_log._grammar import (
-    KEYWORDS,
-    parse_logical_line,
-    tag_markers,
-)
-from vllm_evidence.adapters.startup_log._lexer import clean, split_header, starts_record
 from vllm_evidence.adapters.startup_log.observations import (
     AvailableMemoryObservation,
     BlocksObservation,
-    CapacityFormat,
     CapacityObservation,
     CompileCacheObservation,
-    ConcurrencyLine,
-    DevModeWarning,
     EngineConfigObservation,
     ExecutorBackend,
     ExecutorMarker,
     ExecutorObservation,
     NonDefaultArgsObservation,
-    Observation,
-    ProcessTag,
     RankObservation,
     RouteObservation,
-    SizeLine,
     VersionObservation,
-    VersionSource,
-    _mint_capacity,
 )
 from vllm_evidence.capture.log import (
-    KeywordScan,
-    LineRules,
-    LogLines,
-    LogReadFailure,
-    WrapWidth,
-    check_log_bytes,
-    read_log,
     read_log_bytes,
 )
-from vllm_evidence.errors import EvidenceMismatchError, InputError
 from vllm_evidence.measure import TokenCount
 
-__all__ = ["Launch", "StartupLog", "keyword_line_starts", "read_startup_log"]
+__all__ = ["Launch", "StartupLog"]
 
 _PUBLIC = "vllm_evidence.adapters.startup_log.read_startup_log()"
 
@@ -235,6 +211,8 @@ class StartupLog(Sealed):
                 "file, or send the bytes and read them again on the other side"
             )
             raise SealedTypeError(msg)
+        from vllm_evidence.adapters.startup_log.reader import _startup_log_from_bytes
+
         data = read_log_bytes(self.source, size_bytes=self.size_bytes, sha256=self.sha256)
         return _startup_log_from_bytes, (
             data,
@@ -254,293 +232,6 @@ class StartupLog(Sealed):
 
 
 _mint_log = minter(StartupLog, StartupLog.__attrs_init__)
-
-
-class _Assembler:
-    """Observations in line order → launches (see the module docstring for the rules)."""
-
-    def __init__(self) -> None:
-        self.launches: list[Launch] = []
-        self._new(first_line=1)
-
-    def _new(self, first_line: int) -> None:
-        self.first_line = first_line
-        self.markers: set[VersionSource | str] = set()
-        self.evidence = False
-        self.api_pids: list[int] = []
-        self.versions: list[VersionObservation] = []
-        self.args: list[NonDefaultArgsObservation] = []
-        self.engines: list[EngineConfigObservation] = []
-        self.ranks: list[RankObservation] = []
-        self.compile_cache: list[CompileCacheObservation] = []
-        self.executor: list[ExecutorObservation] = []
-        self.routes: list[RouteObservation] = []
-        self.capacity: list[CapacityObservation] = []
-        self.blocks: list[BlocksObservation] = []
-        self.memory: list[AvailableMemoryObservation] = []
-        self.dev: list[int] = []
-        self.transformed: list[int] = []
-        self.pre_banner: list[int] = []
-        self.pending: dict[str | None, SizeLine | BlocksObservation] = {}
-
-    def _close(self, last_line: int) -> None:
-        self._settle()
-        for key in list(self.pending):
-            self._flush(key)
-        self.launches.append(
-            _mint_launch(
-                index=len(self.launches),
-                first_line=self.first_line,
-                last_line=max(last_line, self.first_line),
-                versions=tuple(self.versions),
-                non_default_args=tuple(self.args),
-                engine_configs=tuple(self.engines),
-                ranks=tuple(self.ranks),
-                compile_cache=tuple(self.compile_cache),
-                executor_observations=tuple(self.executor),
-                routes=tuple(self.routes),
-                capacity=tuple(sorted(self.capacity, key=lambda c: c.line)),
-                blocks=tuple(self.blocks),
-                available_memory=tuple(self.memory),
-                dev_mode_warning_lines=tuple(self.dev),
-                api_server_pids=tuple(self.api_pids),
-                transformed_head_lines=tuple(self.transformed),
-            )
-        )
-
-    def _settle(self) -> None:
-        """Keep the pending dev-mode warning lines in the current launch."""
-        self.dev.extend(self.pre_banner)
-        self.pre_banner = []
-
-    def _marker(self, kind: VersionSource | str, process: ProcessTag | None, line: int) -> None:
-        api_pid = (
-            process.pid
-            if process is not None and (process.name or "").lower().startswith("apiserver")
-            else None
-        )
-        if (
-            kind in self.markers
-            or (api_pid is not None and self.api_pids and api_pid not in self.api_pids)
-            or (not self.markers and self.evidence)
-        ):
-            carried = self.pre_banner
-            self.pre_banner = []
-            self._close((carried[0] if carried else line) - 1)
-            self._new(first_line=carried[0] if carried else line)
-            self.pre_banner = carried
-        self.markers.add(kind)
-        if api_pid is not None and api_pid not in self.api_pids:
-            self.api_pids.append(api_pid)
-
-    def _flush(self, key: str | None) -> None:
-        item = self.pending.pop(key)
-        self._emit(item, None)
-
-    def _emit(
-        self, item: SizeLine | BlocksObservation | None, conc: ConcurrencyLine | None
-    ) -> None:
-        if isinstance(item, BlocksObservation):
-            fmt, device, tokens, line, proc = (
-                CapacityFormat.V0_BLOCKS,
-                item.device,
-                None,
-                item.line,
-                item.process,
-            )
-        elif isinstance(item, SizeLine):
-            fmt, device, tokens, line, proc = (
-                CapacityFormat.V1_TWO_LINE,
-                item.device,
-                item.tokens,
-                item.line,
-                item.process,
-            )
-        else:
-            assert conc is not None  # noqa: S101 - _emit is called with at least one half
-            fmt, device, tokens, line, proc = (
-                CapacityFormat.V1_TWO_LINE,
-                None,
-                None,
-                conc.line,
-                conc.process,
-            )
-        self.capacity.append(
-            _mint_capacity(
-                format=fmt,
-                device=device,
-                tokens=tokens,
-                max_model_len=conc.max_model_len if conc else None,
-                max_concurrency=conc.max_concurrency if conc else None,
-                line=line,
-                concurrency_line=conc.line if conc else None,
-                process=proc,
-            )
-        )
-
-    def feed(self, obs: Observation) -> None:
-        if isinstance(obs, VersionObservation):
-            if obs.source is not VersionSource.ENGINE_INIT:
-                self._marker(obs.source, obs.process, obs.line)
-            self.versions.append(obs)
-            return
-        if isinstance(obs, NonDefaultArgsObservation):
-            self._marker("non_default_args", obs.process, obs.line)
-            self.args.append(obs)
-            return
-        if isinstance(obs, ExecutorObservation):
-            self.executor.append(obs)
-            return
-        if isinstance(obs, DevModeWarning):
-            # Printed when the API-server module is imported, before the banner: it
-            # belongs to the launch the next start marker opens, unless other evidence
-            # follows it first (later releases print it while building the app).
-            self.pre_banner.append(obs.line)
-            return
-        self._settle()
-        self.evidence = True
-        process: ProcessTag | None = getattr(obs, "process", None)
-        key = process.text if process is not None else None
-        match obs:
-            case EngineConfigObservation():
-                self.engines.append(obs)
-            case RankObservation():
-                self.ranks.append(obs)
-            case CompileCacheObservation():
-                self.compile_cache.append(obs)
-            case RouteObservation():
-                self.routes.append(obs)
-            case CapacityObservation():
-                self.capacity.append(obs)
-            case AvailableMemoryObservation():
-                self.memory.append(obs)
-            case BlocksObservation():
-                self.blocks.append(obs)
-                if key in self.pending:
-                    self._flush(key)
-                self.pending[key] = obs
-            case SizeLine():
-                if key in self.pending:
-                    self._flush(key)
-                self.pending[key] = obs
-            case ConcurrencyLine():
-                self._emit(self.pending.pop(key, None), obs)
-
-    def finish(self, last_line: int) -> tuple[Launch, ...]:
-        self._close(last_line)
-        return tuple(self.launches)
-
-
-def _parse(text: str, line: int, assembler: _Assembler) -> None:
-    try:
-        observations = parse_logical_line(text, line)
-    except ValueError:
-        # A line that only looks like a record (e.g. a number past Python's int() digit
-        # limit) is unrecognised, like any other: skipped, never guessed at.
-        return
-    if not observations:
-        return
-    proc: ProcessTag | None = None
-    for obs in observations:
-        assembler.feed(obs)
-        if not isinstance(obs, CompileCacheObservation):
-            # A compile-cache line states a rank, not the executor: its tag adds no
-            # executor marker.
-            proc = proc or getattr(obs, "process", None)
-    for marker in tag_markers(proc, line):
-        assembler.feed(marker)
-    if split_header(text).transformed:  # after feeding: a banner line opens its launch
-        assembler.transformed.append(line)
-
-
-_RULES = LineRules(
-    clean=clean,
-    starts_record=starts_record,
-    scan=KeywordScan([k.encode() for k in KEYWORDS]),
-)
-
-
-def keyword_line_starts(block: bytes) -> list[int]:
-    """Start offsets, ascending, of the lines of ``block`` (whole lines) that hold one of
-    the grammar's keywords: the lines the reader decodes when it joins no wraps."""
-    return _RULES.scan.line_starts(block)
-
-
-def _assemble(lines: LogLines) -> StartupLog:
-    assembler = _Assembler()
-    for line, text in lines:
-        _parse(text, line, assembler)
-    launches = assembler.finish(lines.line_count)
-    return _mint_log(
-        source=lines.source,
-        sha256=lines.sha256,
-        size_bytes=lines.size_bytes,
-        line_count=lines.line_count,
-        wrap_width=lines.wrap_width,
-        launches=launches,
-    )
-
-
-def read_startup_log(
-    source: str | os.PathLike[str] | IO[bytes],
-    *,
-    wrap_width: WrapWidth = "auto",
-    first_bytes: int | None = None,
-) -> StartupLog | LogReadFailure:
-    """Read a vLLM startup log from a path or a binary stream, in constant memory.
-
-    ``wrap_width``: ``"auto"`` detects terminal hard wraps (see
-    :mod:`vllm_evidence.capture.log`), ``"off"`` never joins lines, an int joins at that
-    width.  ``first_bytes`` reads only the log's first bytes: a launch receipt's
-    ``log_bytes``, the bytes its digest covers (the log keeps growing after it).
-    """
-    if first_bytes is not None and first_bytes < 0:
-        msg = f"first_bytes must not be negative, got {first_bytes}"
-        raise ValueError(msg)
-    return read_log(source, _RULES, wrap_width, _assemble, limit=first_bytes)
-
-
-def _startup_log_from_bytes(
-    data: bytes, source: str | None, wrap_width: int | None, size_bytes: int, sha256: str
-) -> StartupLog:
-    """Read a log again from its bytes, under its recorded name and wrap width, after
-    checking them against the recorded size and digest (package-internal: unpickling
-    and document loading)."""
-    check_log_bytes(data, source, size_bytes=size_bytes, sha256=sha256)
-    log = read_log(
-        io.BytesIO(data),
-        _RULES,
-        "off" if wrap_width is None else wrap_width,
-        _assemble,
-        name=source,
-    )
-    if isinstance(log, LogReadFailure):
-        raise InputError(log.describe())
-    return log
-
-
-def _reread_startup_log(
-    source: str, wrap_width: int | None, size_bytes: int, sha256: str
-) -> StartupLog:
-    """Read the log at ``source`` again, streaming only its first ``size_bytes``, and
-    check the digest of what was read (package-internal: document loading)."""
-    log = read_log(
-        source,
-        _RULES,
-        "off" if wrap_width is None else wrap_width,
-        _assemble,
-        limit=size_bytes,
-    )
-    if isinstance(log, LogReadFailure):
-        raise InputError(log.describe())
-    if log.size_bytes != size_bytes or log.sha256 != sha256:
-        msg = (
-            f"startup log {source}: {log.size_bytes} bytes with SHA-256 {log.sha256}, "
-            f"but {size_bytes} bytes with SHA-256 {sha256} were read; the log changed "
-            "and nothing is derived from it"
-        )
-        raise EvidenceMismatchError(msg)
-    return log
 
 
 def _tail(path: str, keep: int = 48) -> str:

@@ -1,0 +1,138 @@
+"""The lines a worker process prints about itself: its rank and world, the directory of
+its torch.compile cache, and the executor a worker's own process tag names.
+
+Part of the startup-log grammar (:mod:`~vllm_evidence.adapters.startup_log._grammar`
+dispatches to these once a message is known to be a worker line); kept apart because
+rank presence is read from these lines alone.
+"""
+
+from __future__ import annotations
+
+import re
+
+from vllm_evidence.adapters.startup_log._lexer import Header
+from vllm_evidence.adapters.startup_log.observations import (
+    CompileCacheForm,
+    ExecutorMarker,
+    ExecutorObservation,
+    Observation,
+    ProcessTag,
+    RankForm,
+    _mint_compile_cache,
+    _mint_executor,
+    _mint_rank,
+)
+
+__all__ = ["compile_cache_line", "rank_lines", "tag_markers"]
+
+_WORLD_RE = re.compile(
+    r"world_size=(?P<ws>[0-9]+) rank=(?P<r>[0-9]+) local_rank=(?P<lr>[0-9]+) "
+    r"distributed_init_method=\S* backend=(?P<b>\S+)\s*$"
+)
+_ASSIGN_RE = re.compile(
+    r"rank (?P<r>[0-9]+) in world size (?P<ws>[0-9]+) is assigned as (?P<groups>.*?)\s*$"
+)
+_GROUP_RE = re.compile(r"(?P<g>[A-Z]+) rank (?P<v>[0-9]+|N/A)")
+#: vLLM's torch.compile cache lines (``compilation/decorators.py``,
+#: ``compilation/backends.py``; 0.32.0 puts the model's compile tag, ``[backbone] ``,
+#: before each): the message's head, its form, and the text that ends the path.
+_CACHE_HEADS: tuple[tuple[str, CompileCacheForm, str], ...] = (
+    ("saved AOT compiled function to ", CompileCacheForm.AOT_SAVED, ""),
+    (
+        "Compiling model again due to a load failure from ",
+        CompileCacheForm.AOT_LOAD_FAILED,
+        ", reason: ",
+    ),
+    ("Using cache directory: ", CompileCacheForm.CACHE_DIRECTORY, " for vLLM's torch.compile"),
+)
+_COMPILE_TAG_RE = re.compile(r"\[[A-Za-z0-9_.-]{1,64}\] ")
+_CACHE_SEGMENT_RE = re.compile(r"rank_(?P<r>[0-9]{1,9})_(?P<d>[0-9]{1,9})")
+
+
+def compile_cache_line(msg: str, line: int, proc: ProcessTag | None) -> Observation | None:
+    """A torch.compile cache line's ``rank_R_D`` directory, or ``None``.
+
+    The path must end exactly as vLLM builds it: ``<cache>/rank_R_D/model`` for the AOT
+    lines (``os.path.join(cache_dir, f"rank_{rank}_{dp_rank}")`` then ``"model"``), and
+    ``<cache>/rank_R_D/<prefix>`` for the cache-directory line (``prefix`` has no
+    ``/``; empty for the plain model).  Only the last two segments are read, so a
+    ``rank_…`` directory higher in the path is never taken for the worker's own.
+    """
+    if (tag := _COMPILE_TAG_RE.match(msg)) is not None:
+        msg = msg[tag.end() :]
+    for head, form, end in _CACHE_HEADS:
+        if not msg.startswith(head):
+            continue
+        path = msg[len(head) :].rstrip()
+        if end:
+            cut = path.find(end)
+            if cut < 0 or (
+                form is CompileCacheForm.CACHE_DIRECTORY and cut + len(end) != len(path)
+            ):
+                return None
+            path = path[:cut]
+        parts = path.rsplit("/", 2)
+        if len(parts) != 3 or (
+            form is not CompileCacheForm.CACHE_DIRECTORY and parts[2] != "model"
+        ):
+            return None
+        segment = _CACHE_SEGMENT_RE.fullmatch(parts[1])
+        if segment is None:
+            return None
+        return _mint_compile_cache(
+            form=form,
+            rank=int(segment["r"]),
+            data_parallel_index=int(segment["d"]),
+            line=line,
+            process=proc,
+        )
+    return None
+
+
+def rank_lines(msg: str, h: Header, line: int, proc: ProcessTag | None) -> list[Observation]:
+    if m := _WORLD_RE.match(msg):
+        return [
+            _mint_rank(
+                form=RankForm.WORLD_SIZE,
+                rank=int(m["r"]),
+                world_size=int(m["ws"]),
+                local_rank=int(m["lr"]),
+                backend=m["b"],
+                group_ranks=(),
+                repeated=h.repeated,
+                line=line,
+                process=proc,
+            )
+        ]
+    if m := _ASSIGN_RE.match(msg):
+        groups = tuple(
+            (g["g"], None if g["v"] == "N/A" else int(g["v"]))
+            for g in _GROUP_RE.finditer(m["groups"])
+        )
+        return [
+            _mint_rank(
+                form=RankForm.ASSIGNMENT,
+                rank=int(m["r"]),
+                world_size=int(m["ws"]),
+                local_rank=None,
+                backend=None,
+                group_ranks=groups,
+                repeated=h.repeated,
+                line=line,
+                process=proc,
+            )
+        ]
+    return []
+
+
+def tag_markers(process: ProcessTag | None, line: int) -> list[ExecutorObservation]:
+    """Executor markers carried by a recognised line's process tag."""
+    if process is None or process.name is None:
+        return []
+    if process.name.startswith("RayWorkerWrapper"):
+        marker = ExecutorMarker.RAY_WORKER_TAG
+    elif process.name.startswith("VllmWorker"):
+        marker = ExecutorMarker.VLLM_WORKER_TAG
+    else:
+        return []
+    return [_mint_executor(marker=marker, named=None, line=line, process=process)]
