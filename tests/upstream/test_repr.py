@@ -70,3 +70,49 @@ def test_release_laws_name_their_version_and_how_many_answers() -> None:
     laws = release_laws("0.32.0")
     assert repr(laws) == f"ReleaseLaws(0.32.0, {len(laws.answers)} answers)"
     assert len(laws.answers) > 1  # the count is the table's, "answers" plural
+
+
+def test_every_other_law_type_names_its_question_span_and_own_fields() -> None:
+    """The law types the test above does not show, one each (hand-written)."""
+    from packaging.version import Version
+
+    from vllm_evidence.adapters.startup_log import ExecutorMarker
+    from vllm_evidence.upstream import executor_marker_law
+
+    laws = release_laws("0.8.5")
+    route = laws.route(Route.VERSION)
+    assert not isinstance(route, LawNotEstablished)
+    assert repr(route) == (
+        f"RouteLaw('route./version' read for {route.span}, route=Route.VERSION, "
+        "gate=RouteGate.ALWAYS, api_key_guarded=False)"
+    )
+    marker = laws.incarnation_marker()
+    assert not isinstance(marker, LawNotEstablished)
+    assert repr(marker) == (
+        f"IncarnationMarkerLaw('incarnation.process_start_time_seconds' read for "
+        f"{marker.span}, marker=IncarnationMarker.PRESENT_UNLESS_MULTIPROCESS_REGISTRY)"
+    )
+    log_format = laws.capacity_log_format()
+    assert not isinstance(log_format, LawNotEstablished)
+    assert repr(log_format) == (
+        f"CapacityLogFormatLaw('capacity.log_format' read for {log_format.span}, "
+        "format=CapacityLogFormat.TWO_LINE)"
+    )
+    labels = laws.cache_config_labels()
+    assert repr(labels) == (
+        "CacheConfigLabelsLaw('metrics.cache_config_info.labels' read for 0.8.5, labels="
+        "{'block_size', 'cache_dtype', 'calculate_kv_scales', …(14 items)}, "
+        "cpu_platform_labels={'cpu_kvcache_space_bytes'})"
+    )
+    failure = release_laws("0.32.0").health_failure()
+    assert not isinstance(failure, LawNotEstablished)
+    assert repr(failure) == (
+        f"HealthFailureLaw('health.failure_status' read for {failure.span}, failure_status=503)"
+    )
+    executor = executor_marker_law(ExecutorMarker.MP_LEADER_LINE, Version("0.32.0"))
+    assert executor is not None
+    assert not isinstance(executor, LawNotEstablished)
+    assert repr(executor) == (
+        f"ExecutorMarkerLaw('executor.mp_leader_line' read for {executor.span}, "
+        "marker=ExecutorMarker.MP_LEADER_LINE, backends={ExecutorBackend.MP}, files=())"
+    )
