@@ -829,3 +829,52 @@ def test_a_log_figure_past_the_logs_dp_size_is_a_conflict() -> None:
     )
     assert refused.reason is CapacityReason.FIGURES_CONFLICT
     assert "engine(s) 1 past it" in refused.detail
+
+
+# --- a log of another build: what it may and may not change (pinned by mutation testing) --
+
+
+def test_a_log_of_another_build_with_no_capacity_line_is_still_not_joined() -> None:
+    """The log's launch is another build (0.32.0 against /version 0.33.0): none of it is
+    read.  With no capacity line in it, reading it anyway would give the front door's own
+    ``capacity_unobserved``; the refusal names the log that is not joined instead."""
+    _says(
+        _capacity_refused(bundle(version_body("0.33.0")), log(banner("0.32.0"))),
+        CapacityReason.LOG_NOT_JOINED,
+        "the startup log is not joined to this front door (version_contradicted: the log's "
+        "launch reports vLLM 0.32.0 but /version reports 0.33.0: they are not the same "
+        "server); the front door alone: no capacity line in the log and no "
+        "kv_cache_size_tokens label",
+        "give the startup log of the serving launch, with its launch receipt",
+    )
+
+
+def test_a_log_of_another_build_does_not_turn_an_unparsed_metrics_into_log_not_joined() -> None:
+    """/metrics unparsed on a 0.33.0 front door beside a 0.32.0 log with a capacity line:
+    the log is another server's, so its figure is not read and the front door's own
+    refusal stands (reading the figure would establish the log's launch and so refuse
+    ``log_not_joined``)."""
+    door = bundle(version_body("0.33.0"), statuses={Route.METRICS: 500})
+    _says(
+        _capacity_refused(door, log(banner("0.32.0") + one_line_capacity("4,194,304"))),
+        CapacityReason.METRICS_UNPARSED,
+        "/metrics: http_error",
+        "probe again once /metrics answers in the text format",
+    )
+
+
+def test_a_log_figure_past_the_logs_dp_size_names_the_log_in_its_remedy() -> None:
+    _says(
+        _capacity_refused(
+            None,
+            _dp_log(
+                1,
+                one_line_capacity("1,000", KV_DP0, "GPU"),
+                one_line_capacity("1,000", KV_DP1, "GPU"),
+            ),
+        ),
+        CapacityReason.FIGURES_CONFLICT,
+        "the same source resolves 1 DP engine(s), but has capacity figures for engine(s) 1 past it",
+        "check the startup log: its capacity lines name engines its own configuration does not "
+        "have",
+    )

@@ -10,7 +10,17 @@ from __future__ import annotations
 
 import pytest
 
-from tests._evidence import KV_DP0, banner, engine_init, log, one_line_capacity
+from tests._evidence import (
+    KV_DP0,
+    banner,
+    bundle,
+    cache_config_metrics,
+    engine_init,
+    log,
+    one_line_capacity,
+    server_info_json,
+    version_body,
+)
 from vllm_evidence import assess
 from vllm_evidence._bounds import MAX_WORLD_SIZE
 from vllm_evidence.decisions import CapacityReason, CapacityRefused
@@ -91,4 +101,63 @@ def test_engines_missing_within_the_world_bound_name_each_engine() -> None:
     assert isinstance(decision, CapacityRefused)
     assert decision.detail == (
         "the same source resolves 4 DP engines, but engine(s) 1, 3 have no capacity figure"
+    )
+
+
+# --- the figures a conflict names: the first eight, then a count ------------------------
+
+
+def _one_engine_figures(count: int) -> CapacityRefused:
+    """Engine 0 labelled ``count`` times, with 1,001 .. 1,000 + count tokens."""
+    series = [f'engine="0",kv_cache_size_tokens="{1001 + i}"' for i in range(count)]
+    decision = assess(bundle(version_body("0.32.0"), cache_config_metrics(*series))).capacity
+    assert isinstance(decision, CapacityRefused)
+    assert decision.reason is CapacityReason.FIGURES_CONFLICT
+    return decision
+
+
+def test_eight_conflicting_figures_are_all_shown() -> None:
+    assert _one_engine_figures(8).detail == (
+        "engine 0 has 8 different capacity figures from one source: 1,001 tokens, "
+        "1,002 tokens, 1,003 tokens, 1,004 tokens, 1,005 tokens, 1,006 tokens, 1,007 tokens, "
+        "1,008 tokens (GET /metrics)"
+    )
+
+
+def test_a_ninth_conflicting_figure_is_counted_not_shown() -> None:
+    assert _one_engine_figures(9).detail == (
+        "engine 0 has 9 different capacity figures from one source: 1,001 tokens, "
+        "1,002 tokens, 1,003 tokens, 1,004 tokens, 1,005 tokens, 1,006 tokens, 1,007 tokens, "
+        "1,008 tokens, … (1 more) (GET /metrics)"
+    )
+
+
+def test_an_engine_label_that_is_not_a_number_is_past_the_resolved_size() -> None:
+    """``engine="x"`` is no engine of DP=1: named as a conflict, never read as a number."""
+    door = bundle(
+        version_body("0.32.0"),
+        server_info_json(dp=1),
+        cache_config_metrics(
+            'engine="0",kv_cache_size_tokens="4096"', 'engine="x",kv_cache_size_tokens="4096"'
+        ),
+    )
+    decision = assess(door).capacity
+    assert isinstance(decision, CapacityRefused)
+    assert decision.reason is CapacityReason.FIGURES_CONFLICT
+    assert decision.detail == (
+        "the same source resolves 1 DP engine(s), but has capacity figures for engine(s) x past it"
+    )
+
+
+def test_engines_missing_at_the_world_bound_are_each_named() -> None:
+    """DP = 65,536 exactly is within the bound: every missing engine is listed, not a run."""
+    text = (
+        banner("0.32.0") + engine_init(tp=1, dp=MAX_WORLD_SIZE) + one_line_capacity("4,096", KV_DP0)
+    )
+    decision = assess(None, log(text)).capacity
+    assert isinstance(decision, CapacityRefused)
+    assert decision.reason is CapacityReason.ENGINES_MISSING
+    each = ", ".join(str(engine) for engine in range(1, 65_536))  # 1, 2, …, 65535
+    assert decision.detail == (
+        f"the same source resolves 65536 DP engines, but engine(s) {each} have no capacity figure"
     )

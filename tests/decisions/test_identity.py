@@ -363,3 +363,18 @@ def test_identity_alias() -> None:
         "serve under the configured path (or its final component), or check the weights out "
         "of band",
     )
+
+
+def test_a_log_of_another_build_does_not_turn_a_front_door_alias_into_log_not_joined() -> None:
+    """/v1/models names the served ids, so the identity is the front door's: a 0.32.0 log
+    beside a 0.33.0 front door is not read for it, and the alias refusal stands as the
+    front door gives it (not ``log_not_joined``)."""
+    door = bundle(version_body("0.33.0"), models_body(("alias", "/models/m")))
+    _says(
+        _identity(door, log(banner("0.32.0") + args("{'model': '/models/m'}"))),
+        IdentityReason.SERVED_ID_NOT_DERIVABLE,
+        "served id(s) 'alias' are not derivable from the configured path '/models/m': an "
+        "alias is not evidence of the artifact",
+        "serve under the configured path (or its final component), or check the weights out "
+        "of band",
+    )

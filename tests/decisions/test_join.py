@@ -69,6 +69,15 @@ def test_marker_absent_names_the_cause_its_release_has() -> None:
     assert "--disable-frontend-multiprocessing" in v085
     v032 = _marker_absent_remedy("0.32.0")
     assert "'vllm serve'" in v032
+    assert v032 == (
+        "none over HTTP: the front door carries no incarnation marker; for this release, "
+        "process_start_time_seconds is absent by default with dp: under 'vllm serve', "
+        "api_server_count defaults to the DP size under internal load balancing, so DP>1 "
+        "drops the marker by default ('python -m vllm.entrypoints.openai.api_server' runs one "
+        "API server and keeps it); present with one API server unless "
+        "PROMETHEUS_MULTIPROC_DIR is set; it is the API-server process's start time, not the "
+        "engine's or the workers'"
+    )
     assert "MQLLMEngine" not in v032
     # No law for the release: the generic sentence, no borrowed cause.
     unknown = _marker_absent_remedy("0.7.0")

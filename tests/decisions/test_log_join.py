@@ -309,3 +309,39 @@ def test_a_malformed_receipt_is_one_input_error(fields: dict[str, object], needl
         parse_launch_receipt(_receipt_json(**fields))
     assert needle in str(raised.value)
     assert "\n" not in str(raised.value)
+
+
+def test_a_pipeline_size_that_differs_is_named_with_both_sources() -> None:
+    pp2 = _log(banner("0.32.0") + engine_init(tp=1, pp=2))
+    refused = _refused(assess_joined(DOOR, pp2))
+    assert refused.reason is LogJoinReason.CONFIGURATION_CONTRADICTED
+    assert refused.detail == (
+        "pipeline_parallel_size 2 at log line 2 but 1 at GET /server_info?config_format=json"
+    )
+
+
+def _models_with_lora(base_root: str) -> dict[Route, bytes]:
+    """/v1/models: base card ``m`` at ``base_root`` and a LoRA card on it at /adapters/l."""
+    data = [
+        {"id": "m", "object": "model", "root": base_root, "parent": None},
+        {"id": "lora1", "object": "model", "root": "/adapters/l", "parent": "m"},
+    ]
+    return {Route.MODELS: json.dumps({"object": "list", "data": data}).encode()}
+
+
+def test_a_lora_cards_root_is_not_the_models_root() -> None:
+    """The launch's model is compared with the base card's root only: a LoRA card's
+    root (its adapter path) neither contradicts it nor hides a base root that does."""
+    text = (
+        banner("0.32.0")
+        + args("{'model': '/models/m', 'served_model_name': ['m']}")
+        + engine_init(tp=1)
+    )
+    other = bundle(version_body("0.32.0"), _models_with_lora("/models/other"), HEALTHY)
+    refused = _refused(assess_joined(other, _log(text)))
+    assert refused.reason is LogJoinReason.CONFIGURATION_CONTRADICTED
+    assert refused.detail == (
+        "the launch's model '/models/m' (line 2) is not /v1/models' root '/models/other'"
+    )
+    same = bundle(version_body("0.32.0"), _models_with_lora("/models/m"), HEALTHY)
+    assert isinstance(assess_joined(same, _log(text)).log_join, LogJoined)

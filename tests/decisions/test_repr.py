@@ -204,6 +204,13 @@ def test_a_refused_identity_shows_three_names_then_a_count() -> None:
         "ServedIdentityRefused(served_id_not_derivable, 'a', 'b', "
         "\"served id(s) 'a', 'b' are not derivable from the configured\"…(118 chars))"
     )
+    three = models_body(*((name, "/models/m") for name in "abc"))
+    shown = assess(bundle(VERSION, three)).served_identity
+    assert isinstance(shown, ServedIdentityRefused)
+    assert repr(shown) == (
+        "ServedIdentityRefused(served_id_not_derivable, 'a', 'b', 'c', "
+        "\"served id(s) 'a', 'b', 'c' are not derivable from the confi\"…(123 chars))"
+    )
     four = models_body(*((name, "/models/m") for name in "abcd"))
     many = assess(bundle(VERSION, four)).served_identity
     assert isinstance(many, ServedIdentityRefused)
