@@ -45,7 +45,6 @@ from vllm_evidence.decisions._capacity_figures import (
     v0_engine,
 )
 from vllm_evidence.decisions._common import (
-    RESTARTED,
     RESTARTED_REMEDY,
     refusal_summary,
     scope,
@@ -250,14 +249,8 @@ def _decide(evidence: Evidence) -> CapacityDecision:
     ) -> CapacityLaw | None:
         if not figures:
             return None
+        # A restarted front door never gets here: the serving gate refuses it first.
         law = _law(version, kind)
-        front = kind in {
-            CapacitySource.LABEL_KV_CACHE_SIZE_TOKENS,
-            CapacitySource.LABEL_BLOCKS_TIMES_BLOCK_SIZE,
-        }
-        if law == "version_unobserved" and front and evidence.front_door_restarted():
-            problems.append((CapacityReason.FRONT_DOOR_RESTARTED, RESTARTED))
-            return None
         if law == "version_unobserved":
             problems.append(
                 (CapacityReason.VERSION_UNOBSERVED, f"{kind.value} seen, but no version scopes it")

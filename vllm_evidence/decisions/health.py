@@ -24,8 +24,6 @@ import attrs
 from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.adapters.health import HealthAnswer
 from vllm_evidence.decisions._common import (
-    RESTARTED,
-    RESTARTED_REMEDY,
     refusal_summary,
     scope,
     serving_decision,
@@ -241,8 +239,6 @@ def _decide(evidence: Evidence) -> HealthCoverageDecision:
             "check that the startup log belongs to this server",
         )
     name, source, origin = observed[0]
-    if origin == "front_door" and evidence.front_door_restarted():
-        return refuse(HealthReason.FRONT_DOOR_RESTARTED, RESTARTED, RESTARTED_REMEDY, name, source)
     conflict = evidence.sources_conflict() if origin == "startup_log" else None
     if conflict is not None:
         return refuse(

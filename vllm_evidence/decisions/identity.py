@@ -26,8 +26,6 @@ import attrs
 
 from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.decisions._common import (
-    RESTARTED,
-    RESTARTED_REMEDY,
     refusal_summary,
     scope,
     serving_decision,
@@ -265,8 +263,6 @@ def _decide(evidence: Evidence) -> ServedIdentityDecision:
             law=law,
         )
 
-    if origin == "front_door" and evidence.front_door_restarted():
-        return refuse(IdentityReason.FRONT_DOOR_RESTARTED, RESTARTED, RESTARTED_REMEDY, None)
     conflict = evidence.sources_conflict() if origin == "startup_log" else None
     if conflict is not None:
         return refuse(

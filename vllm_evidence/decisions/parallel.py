@@ -26,8 +26,6 @@ import attrs
 from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.adapters.startup_log import Launch, ProcessTag, RankObservation
 from vllm_evidence.decisions._common import (
-    RESTARTED,
-    RESTARTED_REMEDY,
     rank_ranges,
     refusal_summary,
     scope,
@@ -391,8 +389,6 @@ def _decide(evidence: Evidence) -> ParallelDecision:
             conflict,
             "give the startup log of the serving launch",
         )
-    if configuration is from_http and evidence.front_door_restarted():
-        return refuse(ParallelReason.FRONT_DOOR_RESTARTED, RESTARTED, RESTARTED_REMEDY)
     origin_version = (
         evidence.launch_version() if configuration is from_log else evidence.front_door_version()
     )
