@@ -17,7 +17,8 @@ from pathlib import Path
 
 from packaging.version import Version
 
-from tests._paths import PORT_WAIT_S, REAL
+from tests._paths import REAL
+from tests._ports import serve_on_port
 from vllm_evidence.adapters.outcome import Parsed
 from vllm_evidence.adapters.receipt import LaunchReceipt, parse_launch_receipt
 from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
@@ -260,7 +261,7 @@ def witnessed_door(
         for route, body in bodies.items():
             (Path(tmp) / f"{route.stem}.body").write_bytes(body)
         development = any(route in bodies for route in DEV_ROUTES)
-        with serve_capture(tmp, faults=served, port=port, bind_wait_s=PORT_WAIT_S) as door:
+        with serve_on_port(tmp, faults=served, port=port) as door:
             return readback_from_batch(probe_sync(door.url, development_routes=development))
 
 
@@ -311,7 +312,7 @@ def assess_witnessed(directory: Path, startup_log: StartupLog, **receipt: object
     """A capture directory served live on the port its log names, probed, and assessed
     with its log and a receipt whose start time is the one the front door serves (any
     field of the receipt may be overridden: ``pid=…``, ``start=…``, ``log_sha256=…``)."""
-    with serve_capture(directory, port=log_port(startup_log), bind_wait_s=PORT_WAIT_S) as door:
+    with serve_on_port(directory, port=log_port(startup_log)) as door:
         readback = readback_from_batch(probe_sync(door.url))
     metrics = readback.metrics.observation if isinstance(readback.metrics, Parsed) else None
     marker = None if metrics is None else metrics.process_start_time

@@ -33,7 +33,8 @@ from tests._evidence import (
     version_body,
     witnessed,
 )
-from tests._paths import PORT_WAIT_S, REAL
+from tests._paths import REAL
+from tests._ports import serve_on_port
 from vllm_evidence.adapters.receipt import LaunchReceipt
 from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
 from vllm_evidence.assessment import Assessment, assess
@@ -73,9 +74,7 @@ def _door(case: str) -> Iterator[tuple[str, Path]]:
     log_path = TP2 / "startup.log"
     if case == "all 503":
         faults = {route: Fault(status=503) for route in Route if route.probe_readable}
-        served = serve_capture(
-            TP2, faults=faults, port=log_port(_log(log_path)), bind_wait_s=PORT_WAIT_S
-        )
+        served = serve_on_port(TP2, faults=faults, port=log_port(_log(log_path)))
     elif case == "restart mid-batch":
         first = (RESTART / "first" / "metrics.body").read_bytes()
         second = (RESTART / "second" / "metrics.body").read_bytes()
@@ -85,9 +84,9 @@ def _door(case: str) -> Iterator[tuple[str, Path]]:
         )
     elif case == "mixed build":
         log_path = CAPTURES / "tp2-apikey" / "startup.log"
-        served = serve_capture(TP2, port=log_port(_log(log_path)), bind_wait_s=PORT_WAIT_S)
+        served = serve_on_port(TP2, port=log_port(_log(log_path)))
     else:
-        served = serve_capture(TP2, port=log_port(_log(log_path)), bind_wait_s=PORT_WAIT_S)
+        served = serve_on_port(TP2, port=log_port(_log(log_path)))
     with served as door:
         yield door.url, log_path
 

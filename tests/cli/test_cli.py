@@ -13,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests._evidence import log_port, real_log, receipt_file, receipt_for
-from tests._paths import PORT_WAIT_S, REAL
+from tests._paths import REAL
+from tests._ports import serve_on_port
 from vllm_evidence.testing.stub import Fault, serve_capture
 from vllm_evidence.upstream.routes import Route
 
@@ -143,7 +144,7 @@ def test_require_gates_on_claims(claims: list[str], status: int) -> None:
 def test_probe_with_startup_log_and_receipt_matches_the_demo(tmp_path: Path) -> None:
     log = real_log()
     receipt = receipt_file(tmp_path / "receipt.json", receipt_for(log, start="1.79601185221e+09"))
-    with serve_capture(REAL, port=log_port(log), bind_wait_s=PORT_WAIT_S) as door:
+    with serve_on_port(REAL, port=log_port(log)) as door:
         out = _run(
             "probe", door.url, "--startup-log", str(REAL / "startup.log"),
             "--receipt", str(receipt), "--json",

@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests._paths import PORT_WAIT_S, REAL
+from tests._paths import REAL
+from tests._ports import serve_on_port
 from tests.adapters.test_metrics import REAL_CACHE_CONFIG_LABELS
 from vllm_evidence.capture.directory import save
 from vllm_evidence.capture.http import probe_sync
@@ -90,7 +91,7 @@ def witnessed_save(tmp_path: Path) -> tuple[Path, Path]:
     from vllm_evidence.capture.batch import CaptureOrigin
 
     log = real_log()
-    with serve_capture(REAL, port=log_port(log), bind_wait_s=PORT_WAIT_S) as door:
+    with serve_on_port(REAL, port=log_port(log)) as door:
         batch = probe_sync(door.url)
     assert batch.origin is CaptureOrigin.PROBED
     saved = save(batch, tmp_path / "saved", sign_key=b"k3y-of-the-orchestrator")

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from tests._evidence import log_port, real_log, receipt_for
-from tests._paths import PORT_WAIT_S, REAL
+from tests._paths import REAL
+from tests._ports import serve_on_port
 from vllm_evidence.adapters.outcome import Parsed
 from vllm_evidence.assessment import Assessment, assess
 from vllm_evidence.capture.batch import CaptureOrigin
@@ -27,14 +28,13 @@ from vllm_evidence.decisions import LogJoined, LogJoinReason, LogJoinRefused
 from vllm_evidence.errors import EvidenceMismatchError
 from vllm_evidence.readback import CapturedReadback, load, readback_from_batch
 from vllm_evidence.rederive import dumps, loads
-from vllm_evidence.testing.stub import serve_capture
 
 KEY = b"orchestrator-key"
 
 
 def _probed() -> CapturedReadback:
     log = real_log()
-    with serve_capture(REAL, port=log_port(log), bind_wait_s=PORT_WAIT_S) as door:
+    with serve_on_port(REAL, port=log_port(log)) as door:
         return readback_from_batch(probe_sync(door.url))
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._paths import PORT_WAIT_S
+from tests._ports import demo_port, holding_port, serve_on_port
 from vllm_evidence.cli import main
 from vllm_evidence.testing.stub import serve_capture
 
@@ -112,7 +112,7 @@ def test_probe_replayed_server(directory: Path, form: str, with_log: bool, tmp_p
     # With its log, the replay listens on the port the log names (a real server's own
     # port): what the log join then says is about the missing witness, not the port.
     port = _log_port(directory / "startup.log") if with_log else 0
-    with serve_capture(serve_from, api_key=key, port=port, bind_wait_s=PORT_WAIT_S) as door:
+    with serve_on_port(serve_from, api_key=key, port=port) as door:
         argv = ["probe", door.url, "--save", str(tmp_path / "saved")]
         if key:
             argv += ["--api-key-env", env_name]
@@ -171,7 +171,11 @@ def test_explain_with_another_servers_log(mixed: tuple[str, str]) -> None:
 def test_demo(scenario: str, form: str, no_log: bool) -> None:
     argv = ["demo", "--scenario", scenario, *(["--json"] if form == "json" else [])]
     argv += ["--no-startup-log"] if no_log else []
-    _compare(f"demo/{scenario}.{'nolog' if no_log else 'log'}.{form}", _run(argv))
+    # The demo serves on its log's port, and prints a port note when it had to take
+    # another: hold that port against another suite's replay of the same log.
+    with holding_port(demo_port(scenario)):
+        out = _run(argv)
+    _compare(f"demo/{scenario}.{'nolog' if no_log else 'log'}.{form}", out)
 
 
 @pytest.mark.parametrize("form", [[], ["--json"], ["--markdown"]], ids=["text", "json", "md"])
