@@ -381,3 +381,35 @@ def test_a_digest_contradiction_shows_twelve_hex_digits_of_each() -> None:
         f"{sha256(text.encode())[:12]}…, the receipt digested 1 bytes with SHA-256 "
         "0123456789ab…"
     )
+
+
+def test_a_front_door_that_did_not_answer_is_named_as_such() -> None:
+    """Unreachable, or answering nothing readable: the log join names that, not the
+    bracket read it leads to (each alone is enough)."""
+    startup_log = _log()
+    reset = {route: Fault(reset=True) for route in Route if route.probe_readable}
+    errors = {route: Fault(status=500) for route in Route if route.probe_readable}
+    unreachable = _refused(
+        assess(witnessed_door(DOOR, faults=reset), startup_log, receipt=receipt_for(startup_log))
+    )
+    assert unreachable.reason is LogJoinReason.MARKER_UNOBSERVED
+    assert unreachable.detail.startswith("no request to http://127.0.0.1:")
+    assert unreachable.detail.endswith(
+        " was answered (EOFError: the server closed the connection without answering)"
+    )
+    silent = _refused(
+        assess(witnessed_door(DOOR, faults=errors), startup_log, receipt=receipt_for(startup_log))
+    )
+    assert silent.reason is LogJoinReason.MARKER_UNOBSERVED
+    assert silent.detail == (
+        "no route answered with something this package reads (/version http_error, "
+        "/v1/models http_error, /metrics http_error, /server_info http_error, "
+        "/server_info?config_format=json http_error, /get_world_size http_error, "
+        "/health parsed)"
+    )
+    for refused in (unreachable, silent):
+        assert refused.remedy == (
+            "probe the server itself (one bracketed batch) while /metrics answers with "
+            "process_start_time_seconds (one API-server process)"
+        )
+        assert refused.process_start_seconds is None
