@@ -355,7 +355,7 @@ def test_a_lora_cards_root_is_not_the_models_root() -> None:
 def test_each_witness_refusal_keeps_the_marker_and_the_receipt() -> None:
     """Past the marker, every refusal names the front door's start time it compared
     (1.7e+09, served by the live replay) and the receipt it read."""
-    cases = (
+    cases: tuple[tuple[dict[str, object], str, LogJoinReason], ...] = (
         ({"start": None}, TP1, LogJoinReason.WITNESS_WITHOUT_START_TIME),
         ({"start": "1.70000001e+09"}, TP1, LogJoinReason.START_TIME_CONTRADICTED),
         ({"log_sha256": "0" * 64}, TP1, LogJoinReason.LOG_DIGEST_CONTRADICTED),
