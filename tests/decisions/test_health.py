@@ -13,6 +13,7 @@ from tests._evidence import (
     engine_init,
     log,
     probe_stub,
+    rank_line,
     real_log,
     server_info_json,
     version_body,
@@ -33,6 +34,7 @@ from vllm_evidence.readback import CapturedReadback, HistoricalBundle
 from vllm_evidence.upstream import (
     ExecutorBackend,
     HealthCoverage,
+    HealthLaw,
     LawNotEstablished,
 )
 
@@ -365,3 +367,60 @@ def test_health_backend_without_a_law() -> None:
         "'external_launcher' executor?",
         "none",
     )
+
+
+# --- mutation survivors: the arms only a joined log or a refused front door reach -------
+
+
+#: A 0.32.0 ``multiproc_executor.py`` leader line: the launch's backend is ``mp`` by its
+#: markers, while the engine-init line prints no ``distributed_executor_backend``.
+MP_LEADER = (
+    "(EngineCore pid=200) INFO 11-30 04:11:05 [multiproc_executor.py:153] DP group leader: "
+    "node_rank=0, node_rank_within_dp=0, master_addr=127.0.0.1, mq_connect_ip=192.0.2.2 "
+    "(local), world_size=1, local_world_size=1\n"
+)
+
+
+def test_a_joined_log_whose_markers_name_another_backend_conflicts() -> None:
+    """The log join compares only a printed backend name, so a log whose markers say
+    ``mp`` joins a front door naming ``ray``; health then names both sources."""
+    marked = log(banner("0.32.0") + engine_init(tp=1) + MP_LEADER + rank_line(0, 1))
+    ray_door = bundle(version_body("0.32.0"), server_info_json(backend="ray"), HEALTHY)
+    assessment = assess_joined(ray_door, marked)
+    assert assessment.log_join.reason is LogJoinReason.ESTABLISHED
+    refused = assessment.health_coverage
+    assert isinstance(refused, HealthCoverageRefused)
+    _says(
+        refused,
+        HealthReason.BACKEND_CONFLICT,
+        f"the sources name different executor backends: 'ray' at {JSON_INFO}; "
+        "'mp' at log launch 0, line 3 (EngineCore pid=200)",
+        "check that the startup log belongs to this server",
+    )
+    assert (refused.backend, refused.backend_source, refused.health_status) == (None, None, 200)
+    # the same log beside a front door naming mp: one backend, established
+    mp_door = bundle(version_body("0.32.0"), server_info_json(backend="mp"), HEALTHY)
+    assert _established(mp_door, marked).backend is ExecutorBackend.MP
+
+
+def test_health_not_ok_keeps_the_law_it_would_have_used() -> None:
+    refused = _refused(bundle(version_body("0.32.0"), server_info_json(backend="mp")))
+    assert refused.reason is HealthReason.HEALTH_NOT_OK
+    assert isinstance(refused.law, HealthLaw)
+    assert refused.law.statement == MP_0_32
+    assert (refused.law.question.key, refused.law.backend) == ("health.mp", ExecutorBackend.MP)
+
+
+def test_a_front_door_backend_is_not_checked_against_a_log_of_another_build() -> None:
+    """The front door names the backend, so its own version scopes it: a log of another
+    build changes nothing when the front door alone is refused (release outside the
+    table), and the front door's refusal stands rather than ``log_not_joined``."""
+    door = bundle(version_body("99.0"), server_info_json(backend="mp"), HEALTHY)
+    other_build = log(banner("0.27.0") + engine_init("0.27.0", tp=1, backend="mp"))
+    assessment = assess(door, other_build)
+    assert assessment.log_join.reason is LogJoinReason.VERSION_CONTRADICTED
+    refused = assessment.health_coverage
+    assert isinstance(refused, HealthCoverageRefused)
+    _says(refused, HealthReason.VERSION_NOT_ESTABLISHED, OUTSIDE_99, "none")
+    assert refused.backend_source is not None
+    assert refused.backend_source.where == JSON_INFO

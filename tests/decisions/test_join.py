@@ -208,3 +208,22 @@ def test_caller_assembled_bodies_say_so() -> None:
     assert isinstance(decision, JoinUnestablished)
     assert decision.reason is JoinReason.CALLER_ASSEMBLED
     assert decision.detail == "bodies supplied by a caller were not read in one bracketed batch"
+
+
+# --- the marker law rides on every bracket refusal of a versioned front door ----------
+
+
+def test_every_bracket_refusal_keeps_the_marker_law_of_its_release() -> None:
+    """The real capture reports 0.32.0: a failed opening read and a failed closing read
+    each keep that release's marker law (``None`` would say no release scopes the
+    marker).  A changed marker has none: ``/version`` may be the other process's."""
+    opening = assess(probe_stub(faults={Route.METRICS: Fault(status=500)})).front_door_join
+    closing = _join_of([REAL_METRICS, NOT_METRICS])
+    assert isinstance(opening, JoinUnestablished)
+    for decision in (opening, closing):
+        assert decision.reason is JoinReason.BRACKET_READ_FAILED, decision
+        assert isinstance(decision.law, IncarnationMarkerLaw), decision
+        assert decision.law.question.key == "incarnation.process_start_time_seconds"
+    later = REAL_METRICS.replace(b"1.79601185221e+09", b"1.79601285221e+09")
+    changed = _join_of([REAL_METRICS, later])
+    assert (changed.reason, changed.law) == (JoinReason.MARKER_CHANGED, None)

@@ -9,6 +9,7 @@ then refuses ``log_not_joined``.
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 
 import pytest
 
@@ -26,6 +27,7 @@ from tests._evidence import (
     rank_line,
     receipt_for,
     server_info_json,
+    sha256,
     version_body,
     witnessed_door,
 )
@@ -345,3 +347,69 @@ def test_a_lora_cards_root_is_not_the_models_root() -> None:
     )
     same = bundle(version_body("0.32.0"), _models_with_lora("/models/m"), HEALTHY)
     assert isinstance(assess_joined(same, _log(text)).log_join, LogJoined)
+
+
+# --- what a witness refusal carries: the front door's marker and the receipt ----------
+
+
+def test_each_witness_refusal_keeps_the_marker_and_the_receipt() -> None:
+    """Past the marker, every refusal names the front door's start time it compared
+    (1.7e+09, served by the live replay) and the receipt it read."""
+    cases: tuple[tuple[dict[str, object], str, LogJoinReason], ...] = (
+        ({"start": None}, TP1, LogJoinReason.WITNESS_WITHOUT_START_TIME),
+        ({"start": "1.70000001e+09"}, TP1, LogJoinReason.START_TIME_CONTRADICTED),
+        ({"log_sha256": "0" * 64}, TP1, LogJoinReason.LOG_DIGEST_CONTRADICTED),
+        ({}, TP1 + TP1, LogJoinReason.LAUNCH_CONTRADICTED),
+        ({"pid": 4242}, TP1, LogJoinReason.PID_CONTRADICTED),
+    )
+    for fields, text, reason in cases:
+        refused = _refused(_with(fields, text))
+        assert refused.reason is reason, refused
+        assert refused.process_start_seconds == Decimal("1700000000"), refused
+        assert refused.receipt is not None, refused
+        assert refused.receipt.pid == fields.get("pid", 100)
+        assert refused.receipt.log_sha256 == fields.get("log_sha256", sha256(text.encode()))
+
+
+def test_a_digest_contradiction_shows_twelve_hex_digits_of_each() -> None:
+    text = TP1
+    refused = _refused(_with({"log_bytes": 1, "log_sha256": "0123456789abcdef" * 4}, text))
+    assert refused.reason is LogJoinReason.LOG_DIGEST_CONTRADICTED
+    assert len(text.encode()) == 445
+    assert refused.detail == (
+        "the log read is 445 bytes with SHA-256 "
+        f"{sha256(text.encode())[:12]}…, the receipt digested 1 bytes with SHA-256 "
+        "0123456789ab…"
+    )
+
+
+def test_a_front_door_that_did_not_answer_is_named_as_such() -> None:
+    """Unreachable, or answering nothing readable: the log join names that, not the
+    bracket read it leads to (each alone is enough)."""
+    startup_log = _log()
+    reset = {route: Fault(reset=True) for route in Route if route.probe_readable}
+    errors = {route: Fault(status=500) for route in Route if route.probe_readable}
+    unreachable = _refused(
+        assess(witnessed_door(DOOR, faults=reset), startup_log, receipt=receipt_for(startup_log))
+    )
+    assert unreachable.reason is LogJoinReason.MARKER_UNOBSERVED
+    assert unreachable.detail.startswith("no request to http://127.0.0.1:")
+    assert unreachable.detail.endswith(
+        " was answered (EOFError: the server closed the connection without answering)"
+    )
+    silent = _refused(
+        assess(witnessed_door(DOOR, faults=errors), startup_log, receipt=receipt_for(startup_log))
+    )
+    assert silent.reason is LogJoinReason.MARKER_UNOBSERVED
+    assert silent.detail == (
+        "no route answered with something this package reads (/version http_error, "
+        "/v1/models http_error, /metrics http_error, /server_info http_error, "
+        "/server_info?config_format=json http_error, /get_world_size http_error, "
+        "/health parsed)"
+    )
+    for refused in (unreachable, silent):
+        assert refused.remedy == (
+            "probe the server itself (one bracketed batch) while /metrics answers with "
+            "process_start_time_seconds (one API-server process)"
+        )
+        assert refused.process_start_seconds is None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from tests._evidence import (
     API,
+    HEALTHY,
     args,
     assess_joined,
     banner,
@@ -23,6 +24,7 @@ from tests.decisions._wording import says as _says
 from vllm_evidence.adapters.startup_log import StartupLog
 from vllm_evidence.assessment import assess
 from vllm_evidence.decisions import (
+    LogJoinReason,
     ParallelEstablished,
     ParallelReason,
     ParallelRefused,
@@ -822,7 +824,7 @@ def test_an_engine_local_rank_without_an_engine_tag_is_reported_not_guessed() ->
     assert refused.reason is ParallelReason.RANKS_UNATTRIBUTED
     assert "carry no DP engine tag" in refused.detail
     assert refused.missing_ranks == (0, 1)
-    assert "Ray" not in refused.remedy
+    assert refused.remedy == "give a log whose worker lines carry their process tags"
 
 
 def _saved(pid: int, rank: int, dp_index: int) -> str:
@@ -982,3 +984,72 @@ def test_a_tag_that_leaves_out_a_group_is_reported_not_guessed() -> None:
     # An index past its group's size maps to nothing either.
     beyond = _refused(None, log(banner("0.32.0") + engine_init(tp=2) + _tagged("Worker_TP2 pid=9")))
     assert beyond.reason is ParallelReason.RANKS_UNATTRIBUTED
+
+
+# --- mutation survivors: arms a log reaches only joined, or beside a refused front door --
+
+
+def test_a_joined_log_with_another_pcp_size_is_a_layout_conflict() -> None:
+    """The log join compares TP, PP and DP; a prefill-context size that differs is left
+    to this decision, which names both layouts (both directions)."""
+    init = engine_init(tp=1).replace(
+        "data_parallel_size=1", "data_parallel_size=1, prefill_context_parallel_size=2"
+    )
+    pcp2 = log(banner("0.32.0") + init + rank_line(0, 2) + rank_line(1, 2))
+    door = bundle(version_body("0.32.0"), server_info_json(tp=1), HEALTHY)
+    assessment = assess_joined(door, pcp2)
+    assert assessment.log_join.reason is LogJoinReason.ESTABLISHED
+    refused = assessment.parallel
+    assert isinstance(refused, ParallelRefused)
+    _says(
+        refused,
+        ParallelReason.CONFIGURATION_CONFLICT,
+        "log launch 0, line 2 (EngineCore pid=200) gives (TP, PP, DP, PCP) (1, 1, 1, 2) but "
+        f"{JSON_INFO} gives (1, 1, 1, 1): the log and the front door describe different "
+        "servers or launches",
+        "give the startup log of the serving launch",
+    )
+    pcp1 = log(banner("0.32.0") + engine_init(tp=1) + rank_line(0, 1))
+    assert isinstance(assess_joined(door, pcp1).parallel, ParallelEstablished)
+
+
+#: A front door refused on its own: ``/server_info`` says TP=2, ``/get_world_size`` 4.
+_PRODUCT_4 = bundle(
+    version_body("0.32.0"),
+    server_info_json(tp=2),
+    {Route.GET_WORLD_SIZE: b'{"world_size":4}'},
+    HEALTHY,
+)
+_PRODUCT_4_DETAIL = "/get_world_size answered 4, but the configuration gives 2 per engine × 1"
+
+
+def test_an_unjoined_log_of_another_layout_leaves_the_front_doors_refusal() -> None:
+    """A TP=4 log (whose world 4 the product would fit) conflicts with the front door's
+    layout: the log changes nothing, so the front door's own refusal stands."""
+    tp4 = log(banner("0.32.0") + engine_init(tp=4) + "".join(rank_line(r, 4) for r in range(4)))
+    assessment = assess(_PRODUCT_4, tp4)
+    assert assessment.log_join.reason is LogJoinReason.CONFIGURATION_CONTRADICTED
+    refused = assessment.parallel
+    assert isinstance(refused, ParallelRefused)
+    _says(
+        refused,
+        ParallelReason.CONFIGURATION_CONFLICT,
+        _PRODUCT_4_DETAIL,
+        "check the sources describe one server",
+    )
+
+
+def test_an_unjoined_log_of_another_build_leaves_the_front_doors_refusal() -> None:
+    """A log of another build (99.0, outside the table) is a sources conflict: read
+    before its version, it changes nothing, and the front door's refusal stands."""
+    other = log(banner("99.0") + engine_init("99.0", tp=2) + rank_line(0, 2) + rank_line(1, 2))
+    assessment = assess(_PRODUCT_4, other)
+    assert assessment.log_join.reason is LogJoinReason.VERSION_CONTRADICTED
+    refused = assessment.parallel
+    assert isinstance(refused, ParallelRefused)
+    _says(
+        refused,
+        ParallelReason.CONFIGURATION_CONFLICT,
+        _PRODUCT_4_DETAIL,
+        "check the sources describe one server",
+    )
