@@ -878,3 +878,54 @@ def test_a_log_figure_past_the_logs_dp_size_names_the_log_in_its_remedy() -> Non
         "check the startup log: its capacity lines name engines its own configuration does not "
         "have",
     )
+
+
+def test_a_derived_v0_figure_keeps_its_concurrency_line() -> None:
+    decision = _established(None, _v0_concurrency(65536, 2048, "512.00"))
+    (engine,) = decision.engines
+    assert engine.max_concurrency is not None
+    assert str(engine.max_concurrency.value) == "512.00"
+    assert engine.max_model_len is not None
+    assert engine.max_model_len.value == 2048
+
+
+def test_a_concurrency_line_before_the_block_line_does_not_pin_its_block_size() -> None:
+    # The concurrency line follows no block line of its own; the block line after it has
+    # none, so nothing pins its block size.
+    text = (
+        banner("0.8.5")
+        + V0_PREFIX
+        + "Maximum concurrency for 2048 tokens per request: 512.00x\n"
+        + V0_PREFIX
+        + "# cpu blocks: 65536, # CPU blocks: 0\n"
+    )
+    refused = _refused(None, log(text))
+    assert refused.reason is CapacityReason.BLOCK_SIZE_UNOBSERVED
+    assert (
+        "V0 block line(s) seen (65,536 blocks, line 3) but the launch never prints its block "
+        "size, and no 'Maximum concurrency' line of the same process follows the block line, "
+        "so nothing pins the block size either"
+    ) in refused.detail
+
+
+def test_a_max_model_len_of_one_still_pins_a_block_size() -> None:
+    # 10 × B / 1 printed as 160.00: B in [15.9995, 16.0005], so B = 16.
+    assert _tokens(_established(None, _v0_concurrency(10, 1, "160.00"))) == [("0", 160)]
+
+
+def test_a_block_size_of_one_is_derived() -> None:
+    # 100 × B / 10000 printed as 0.01: B in [0.5, 1.5], so B = 1.
+    assert _tokens(_established(None, _v0_concurrency(100, 10000, "0.01"))) == [("0", 100)]
+
+
+def test_the_rounding_bound_is_half_a_hundredth() -> None:
+    # 351 × 16 / 32000 = 0.1755, printed 0.18: 0.0045 off, inside the 0.005 bound.
+    # B in [15.954, 16.866], so B = 16; a bound of 1/300 or 1/242 would admit none.
+    assert _tokens(_established(None, _v0_concurrency(351, 32000, "0.18"))) == [("0", 5616)]
+
+
+def test_a_concurrency_exactly_half_a_hundredth_off_still_fits() -> None:
+    # 7 × 16 / 640 = 0.175 exactly, printed 0.18: B = 16 is the low end of the bound.
+    assert _tokens(_established(None, _v0_concurrency(7, 640, "0.18"))) == [("0", 112)]
+    # 37 × 16 / 3200 = 0.185 exactly, printed 0.18: B = 16 is the high end of the bound.
+    assert _tokens(_established(None, _v0_concurrency(37, 3200, "0.18"))) == [("0", 592)]

@@ -24,7 +24,7 @@ from tests._evidence import (
 from vllm_evidence import assess
 from vllm_evidence._bounds import MAX_WORLD_SIZE
 from vllm_evidence.decisions import CapacityReason, CapacityRefused
-from vllm_evidence.decisions._capacity_figures import missing_ranges
+from vllm_evidence.decisions._capacity_figures import missing_ranges, v0_block_size
 
 
 @pytest.mark.parametrize(
@@ -160,4 +160,32 @@ def test_engines_missing_at_the_world_bound_are_each_named() -> None:
     each = ", ".join(str(engine) for engine in range(1, 65_536))  # 1, 2, …, 65535
     assert decision.detail == (
         f"the same source resolves 65536 DP engines, but engine(s) {each} have no capacity figure"
+    )
+
+
+def test_a_later_v0_block_line_is_pinned_by_its_own_concurrency_line() -> None:
+    v0 = "INFO 12-27 10:00:00 gpu_executor.py:76] "
+    text = (
+        banner("0.8.5")
+        + v0
+        + "# cpu blocks: 100, # CPU blocks: 0\n"
+        + v0
+        + "# cpu blocks: 65536, # CPU blocks: 0\n"
+        + v0
+        + "Maximum concurrency for 2048 tokens per request: 512.00x\n"
+    )
+    launch = log(text).launches[0]
+    first, second = launch.blocks
+    derived = v0_block_size(launch, second)
+    assert not isinstance(derived, str), derived
+    size, (pair, note) = derived
+    assert size.value == 16  # 65,536 × 16 / 2048 = 512
+    assert pair.line == 3
+    assert note == (
+        "block size 16: the only integer B with 65,536 × B / 2048 printed as 512.00x on "
+        "line 4 (V0 prints no block size)"
+    )
+    assert v0_block_size(launch, first) == (
+        "no 'Maximum concurrency' line of the same process follows the block line, "
+        "so nothing pins the block size either"
     )
