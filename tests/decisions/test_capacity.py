@@ -929,3 +929,15 @@ def test_a_concurrency_exactly_half_a_hundredth_off_still_fits() -> None:
     assert _tokens(_established(None, _v0_concurrency(7, 640, "0.18"))) == [("0", 112)]
     # 37 × 16 / 3200 = 0.185 exactly, printed 0.18: B = 16 is the high end of the bound.
     assert _tokens(_established(None, _v0_concurrency(37, 3200, "0.18"))) == [("0", 592)]
+
+
+def test_the_float_division_slack_is_one_plus_the_concurrency_over_two_to_the_fifty() -> None:
+    # Printed 0.00: B = 1 fits when N / L is at most 1/200 + (0 + 1) / 2**50.
+    at = 2**50 + 200  # N / L = 1/200 + 1/2**50 exactly: B = 1, at the slack's edge.
+    assert _tokens(_established(None, _v0_concurrency(at, 200 * 2**50, "0.00"))) == [("0", at)]
+    past = 2**49 + 200  # N / L = 1/200 + 2/2**50: past the slack, no block size fits.
+    refused = _refused(None, _v0_concurrency(past, 200 * 2**49, "0.00"))
+    assert refused.reason is CapacityReason.BLOCK_SIZE_UNOBSERVED
+    assert "fits no integer block size with 562,949,953,421,512 blocks: the two lines disagree" in (
+        refused.detail
+    )
