@@ -23,10 +23,13 @@ from vllm_evidence.adapters.startup_log import Launch, StartupLog
 from vllm_evidence.decisions import ParallelEstablished, ParallelReason, ParallelRefused
 from vllm_evidence.decisions._parallel_configuration import (
     ResolvedParallel,
+    attribute,
     global_rank,
     independent_engines,
     resolve_from_log,
+    stated_engines,
     worker_tag_rank,
+    worker_tags,
 )
 
 _MEM = "INFO 11-30 04:11:20 [gpu_worker.py:1] Available KV cache memory: 1.00 GiB\n"
@@ -353,3 +356,72 @@ def test_server_info_sizes_past_any_deployment_are_not_resolved() -> None:
     at_bound = assess_joined(bundle(version_body("0.32.0"), server_info_json(tp=256, pp=256)), None)
     assert isinstance(at_bound.parallel, ParallelRefused), at_bound.parallel
     assert at_bound.parallel.reason is ParallelReason.POPULATION_UNOBSERVED
+
+
+# --- stated_engines: what a worker's compile-cache lines say ---------------------------
+
+
+def _saved(tag: str, rank: int, dp_index: int) -> str:
+    """A 'saved AOT compiled function to …/rank_R_D/model' line (v0.29.0), under ``tag``."""
+    prefix = f"({tag}) " if tag else ""
+    return (
+        f"{prefix}INFO 12-01 07:12:34 [decorators.py:719] saved AOT compiled function to "
+        f"/srv/vllm-cache/torch_compile_cache/torch_aot_compile/5c6d/rank_{rank}_{dp_index}/model\n"
+    )
+
+
+def test_compile_cache_lines_of_a_launch_without_a_version_are_not_read() -> None:
+    launch = _launch(_saved("Worker pid=400", 0, 1))
+    assert launch.version is None
+    assert stated_engines(launch) == (
+        "the launch's version is not established, so its compile-cache lines are not read"
+    )
+
+
+def test_an_untagged_compile_cache_line_does_not_stop_the_reading() -> None:
+    # Line 2 names no process; line 3's worker still states its engine.
+    launch = _launch(banner("0.29.0") + _saved("", 0, 0) + _saved("Worker pid=400", 0, 1))
+    assert stated_engines(launch) == {"Worker pid=400": (0, 1, 3)}
+
+
+def test_a_process_is_judged_by_its_first_two_differing_statements() -> None:
+    # pid 400 says rank_0_1 twice: one statement.  pid 401 says rank_0_0, rank_0_1 and
+    # rank_0_2: the first disagreement is the one named.
+    cache = (
+        _saved("Worker pid=400", 0, 1)
+        + _saved("Worker pid=400", 0, 1)
+        + _saved("Worker pid=401", 0, 0)
+        + _saved("Worker pid=401", 0, 1)
+        + _saved("Worker pid=401", 0, 2)
+    )
+    assert stated_engines(_launch(banner("0.29.0") + cache)) == {
+        "Worker pid=400": (0, 1, 2),
+        "Worker pid=401": (
+            "process (Worker pid=401) states rank_0_0 (line 4, aot_saved) and rank_0_1 "
+            "(line 5, aot_saved) in its compile-cache lines"
+        ),
+    }
+
+
+def test_a_stated_engine_maps_below_the_dp_size_and_not_at_it() -> None:
+    # Independent DP=2, TP=1: bare workers, each 'rank 0 in world 1', stating engines 1 and 2.
+    lines = (
+        rank_line(0, 1, tag="Worker pid=400")
+        + rank_line(0, 1, tag="Worker pid=401")
+        + _saved("Worker pid=400", 0, 1)
+        + _saved("Worker pid=401", 0, 2)
+    )
+    launch = _launch(_engine_text(tp=1) + lines)
+    c = _resolved(launch)
+    assert c.data_parallel_size == 2
+    stated = stated_engines(launch)
+    assert [attribute(o, c, independent=True, stated=stated) for o in launch.ranks] == [
+        (1, 6),  # engine 1, local 0: global rank 1, its engine named on line 6
+        None,  # engine 2 of DP=2: no such engine
+    ]
+
+
+def test_a_non_worker_tag_does_not_stop_the_worker_tags() -> None:
+    # Line 3 is the EngineCore's memory line; line 4 a worker's.
+    launch = _launch(_TP2 + _tagged("EngineCore pid=200", "Worker_TP1 pid=301"))
+    assert [(tag.text, line) for tag, line in worker_tags(launch)] == [("Worker_TP1 pid=301", 4)]
