@@ -1053,3 +1053,79 @@ def test_an_unjoined_log_of_another_build_leaves_the_front_doors_refusal() -> No
         _PRODUCT_4_DETAIL,
         "check the sources describe one server",
     )
+
+
+# --- _population: compile-cache lines of workers without a rank line ----------------------
+
+
+def _independent_text(*, tp: int) -> str:
+    """Independent DP=2 engines of ``tp`` workers each (v0.29.0): DP=2 in the args, DP=1
+    on engine 0's engine-init line (lines 1-3)."""
+    text = banner("0.29.0") + args("{'model': '/models/m', 'data_parallel_size': 2}")
+    return text + engine_init("0.29.0", tp=tp, dp=1).replace(
+        "(EngineCore pid=200) INFO 11-30 04:11:05 [core.py:133] ", _DP0
+    )
+
+
+def test_compile_cache_lines_are_not_read_for_engines_that_are_not_independent() -> None:
+    # TP=2, DP=1: the bare worker's cache line names rank_1_0, but no engine is independent.
+    text = banner("0.29.0") + engine_init("0.29.0", tp=2) + rank_line(0, 2)
+    refused = _refused(None, log(text + _tagged("Worker pid=400") + _saved(400, 1, 0)))
+    assert refused.reason is ParallelReason.RANKS_UNATTRIBUTED
+    assert refused.detail == (
+        "ranks [1] not attributed: worker tag(s) Worker pid=400 do not map to a global rank "
+        "under TP=2 PP=1 DP=1"
+    )
+
+
+def test_a_stated_local_rank_maps_below_the_engine_width_and_not_at_it() -> None:
+    memory = _tagged("Worker pid=400", "Worker pid=401")
+    # Width 1: rank_1_0 names local rank 1, outside engine 0's world of 1.
+    refused = _refused(
+        None, log(_independent_text(tp=1) + memory + _saved(401, 0, 0) + _saved(400, 1, 0))
+    )
+    assert refused.reason is ParallelReason.RANKS_UNATTRIBUTED
+    assert refused.detail == (
+        "ranks [1] not attributed: worker tag(s) Worker pid=400 do not map to a global rank "
+        "under TP=1 PP=1 DP=2"
+    )
+    # rank_0_2 names engine 2 of DP=2: no such engine.
+    refused = _refused(
+        None, log(_independent_text(tp=1) + memory + _saved(401, 0, 0) + _saved(400, 0, 2))
+    )
+    assert refused.detail == (
+        "ranks [1] not attributed: worker tag(s) Worker pid=400 do not map to a global rank "
+        "under TP=1 PP=1 DP=2"
+    )
+
+
+def test_a_stated_rank_is_engine_times_width_plus_local() -> None:
+    # TP=2 independent DP=2: rank_R_D is global rank D × 2 + R.
+    memory = _tagged(*(f"Worker pid={pid}" for pid in (400, 401, 402, 403)))
+    cache = _saved(400, 1, 1) + _saved(401, 0, 1) + _saved(402, 1, 0) + _saved(403, 0, 0)
+    decision = _established(None, log(_independent_text(tp=2) + memory + cache))
+    assert [(r.data_parallel_rank, r.rank, r.pid) for r in decision.ranks] == [
+        (0, 0, 403),
+        (0, 1, 402),
+        (1, 2, 401),
+        (1, 3, 400),
+    ]
+
+
+def test_untagged_engine_local_lines_name_three_disagreeing_processes() -> None:
+    # Four bare workers, each 'rank 0 in world 1' (lines 4-7), each stating two engines.
+    ranks = "".join(rank_line(0, 1, tag=f"Worker pid={400 + i}") for i in range(4))
+    cache = "".join(_saved(400 + i, 0, 0) + _saved(400 + i, 0, 1) for i in range(4))
+    refused = _refused(None, log(_independent_text(tp=1) + ranks + cache))
+    assert refused.reason is ParallelReason.RANKS_UNATTRIBUTED
+    assert refused.detail == (
+        "ranks [0, 1] not attributed: the worker lines of 4 process(es) in one engine's own "
+        "world of 1 (line 4, 5, 6, 7) carry no DP engine tag and no compile-cache line of the "
+        "same process names one engine, so which engine each belongs to is not printed"
+        "; process (Worker pid=400) states rank_0_0 (line 8, aot_saved) and rank_0_1 "
+        "(line 9, aot_saved) in its compile-cache lines"
+        "; process (Worker pid=401) states rank_0_0 (line 10, aot_saved) and rank_0_1 "
+        "(line 11, aot_saved) in its compile-cache lines"
+        "; process (Worker pid=402) states rank_0_0 (line 12, aot_saved) and rank_0_1 "
+        "(line 13, aot_saved) in its compile-cache lines"
+    )
