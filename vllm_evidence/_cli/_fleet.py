@@ -131,7 +131,7 @@ class _Fleet:
             )
             self._live.start()
         try:
-            async with new_client(verify=_verify(args), timeout=args.timeout) as client:
+            async with new_client(verify=_verify(args)) as client:
 
                 async def worker() -> None:
                     for index, url in pending:

@@ -25,7 +25,14 @@ import h11
 
 from vllm_evidence.errors import InputError
 
-__all__ = ["MAX_HEAD_BYTES", "ProbeClient", "Reply", "ServerAddress", "server_address"]
+__all__ = [
+    "MAX_HEAD_BYTES",
+    "ProbeClient",
+    "Reply",
+    "ServerAddress",
+    "declared_too_large",
+    "server_address",
+]
 
 #: The most bytes of an unfinished response head kept (h11 refuses the answer once more
 #: is buffered without the head's end; a head that ends within the next read can pass,
@@ -36,6 +43,17 @@ MAX_HEAD_BYTES: Final = 64 * 1024
 _READ_BYTES: Final = 64 * 1024
 
 _DEFAULT_PORT: Final = {"http": 80, "https": 443}
+
+
+def declared_too_large(content_length: str, max_body_bytes: int) -> bool:
+    """Whether a ``Content-Length`` value declares a body past the cap (read without
+    converting a number of more than 15 digits; a value that is no number declares
+    nothing and the body is read up to the cap)."""
+    return (
+        content_length.isascii()
+        and content_length.isdigit()
+        and (len(content_length) > 15 or int(content_length) > max_body_bytes)
+    )
 
 
 @final
@@ -302,12 +320,7 @@ class ProbeClient:
                 if isinstance(event, h11.Response):
                     status = event.status_code
                     headers = _joined(list(event.headers))
-                    declared = dict(headers).get("content-length", "")
-                    if (
-                        declared.isascii()
-                        and declared.isdigit()
-                        and (len(declared) > 15 or int(declared) > max_body_bytes)
-                    ):
+                    if declared_too_large(dict(headers).get("content-length", ""), max_body_bytes):
                         return Reply(status, headers, None, too_large=True)
                     continue
                 if isinstance(event, h11.Data):

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Final, final
 
 from vllm_evidence._scrub import remember, scrub_body
 from vllm_evidence.capture._target import clean_target
-from vllm_evidence.capture._wire import ProbeClient, server_address
+from vllm_evidence.capture._wire import ProbeClient, declared_too_large, server_address
 from vllm_evidence.capture.batch import (
     NOT_SENT_DETAILS,
     CaptureBatch,
@@ -204,11 +204,7 @@ class RouteClient:
                     status = response.status_code
                     headers = tuple(response.headers.items())
                     declared = response.headers.get("content-length", "")
-                    if (
-                        declared.isascii()
-                        and declared.isdigit()
-                        and (len(declared) > 15 or int(declared) > self._max_body_bytes)
-                    ):
+                    if declared_too_large(declared, self._max_body_bytes):
                         return status, headers, None, Transport.TOO_LARGE, self._too_large()
                     chunks: list[bytes] = []
                     size = 0
@@ -252,11 +248,7 @@ def _ssl_verify(*, verify: bool | str | ssl.SSLContext) -> bool | ssl.SSLContext
     return verify
 
 
-def new_client(
-    *,
-    verify: bool | str | ssl.SSLContext = True,
-    timeout: float = DEFAULT_TIMEOUT_S,
-) -> ProbeClient:
+def new_client(*, verify: bool | str | ssl.SSLContext = True) -> ProbeClient:
     """One client for every target of a run: one SSL context, connections kept per server.
 
     ``verify`` is TLS certificate verification: ``True`` (the CA bundle httpx uses),
@@ -266,11 +258,9 @@ def new_client(
     connections are closed when the last :func:`probe` of it through this client ends, so
     what is open is bounded by how many servers are read at once.  The client carries no
     API key (each request carries its own), keeps no cookie, follows no redirect and
-    reads no proxy or certificate settings from the environment.  ``timeout`` is kept
-    for compatibility: each :func:`probe` gives its own.  Close it (``async with``) when
-    done.
+    reads no proxy or certificate settings from the environment; each :func:`probe`
+    bounds its own requests.  Close it (``async with``) when done.
     """
-    del timeout  # each probe bounds its own requests
     return ProbeClient(
         verify=_ssl_verify(verify=verify), connections_per_server=len(PROBE_ROUTES) + 1
     )
