@@ -4,8 +4,8 @@ Run: ``python benchmarks/bench_metrics_scan.py [--pairs 7] [--before 1569e3e]``.
 
 Two bodies: the real vLLM 0.32.0 ``/metrics`` body
 (``tests/fixtures/real/vllm-0.32.0-cpu/tp1-devmode-alias/metrics.body``) and a 2.2 MB
-one built from it (its ``vllm:`` samples replicated with varied engine and model labels,
-every family still declared once, as a server with many engines serves it).  On each,
+one built from it (each ``vllm:`` family's samples replicated under its one declaration
+with varied engine and model labels, as a server with many engines serves it).  On each,
 ``parse_metrics`` (bytes to observation, what a probe runs) of this tree and of the
 previous implementation (``adapters/metrics.py`` at ``--before``, read with ``git
 show``) run interleaved: one round times a batch of each, ``--pairs`` rounds.  The
@@ -41,28 +41,37 @@ REAL = ROOT / "tests/fixtures/real/vllm-0.32.0-cpu/tp1-devmode-alias/metrics.bod
 Sample = tuple[str, tuple[tuple[str, str], ...], float]
 
 
+def _relabelled(line: str, copy: int) -> str:
+    return re.sub(r'engine="0"', f'engine="{copy}"', line).replace(
+        'model_name="', f'model_name="m{copy}-'
+    )
+
+
 def build_body(target_bytes: int) -> bytes:
-    """Replicate the real body's vllm: families with engine and model labels varied."""
+    """The real body as a server of many engines serves it: each ``vllm:`` family's
+    ``# HELP``/``# TYPE`` once, then its samples for every engine (engine and model
+    labels varied), families in the real body's order — so the declarations are spread
+    through the body, as prometheus_client writes them, not gathered at its top."""
     text = REAL.read_text(encoding="utf-8")
-    header: list[str] = []
-    vllm_part: list[str] = []
+    families: list[tuple[list[str], list[str]]] = []  # (declarations, samples)
     for line in text.splitlines():
-        (vllm_part if "vllm:" in line else header).append(line)
-    blocks = [header, vllm_part]  # every family declared once, as a server does
-    copy = 0
-    size = len(text)
-    while size < target_bytes:
-        copy += 1
-        block = [
-            re.sub(r'engine="0"', f'engine="{copy}"', line).replace(
-                'model_name="', f'model_name="m{copy}-'
-            )
-            for line in vllm_part
-            if not line.startswith("#")
-        ]
-        blocks.append(block)
-        size += sum(len(line) + 1 for line in block)
-    return ("\n".join(line for block in blocks for line in block) + "\n").encode()
+        if line.startswith("# HELP") or not families:
+            families.append(([], []))
+        (families[-1][0] if line.startswith("#") else families[-1][1]).append(line)
+    replicated = sum(
+        len(line) + 1
+        for declared, samples in families
+        if any("vllm:" in d for d in declared)
+        for line in samples
+    )
+    copies = max(0, -(-(target_bytes - len(text)) // replicated))
+    out: list[str] = []
+    for declared, samples in families:
+        out += declared
+        out += samples
+        if any("vllm:" in d for d in declared):
+            out += [_relabelled(line, c) for c in range(1, copies + 1) for line in samples]
+    return ("\n".join(out) + "\n").encode()
 
 
 def previous(rev: str) -> types.ModuleType:
@@ -122,7 +131,8 @@ def main() -> None:
     parser.add_argument("--hostile", action=argparse.BooleanOptionalAction, default=True)
     args = parser.parse_args()
     old = previous(args.before)
-    bodies = {"real 0.32.0 body": REAL.read_bytes(), "2.2 MB body": build_body(2_200_000)}
+    big = build_body(2_200_000)
+    bodies = {"real 0.32.0 body": REAL.read_bytes(), f"{len(big) / 1e6:.1f} MB body": big}
     for name, body in bodies.items():
         text = body.decode()
         got = samples(metrics, text)

@@ -156,6 +156,7 @@ def main() -> int:
         print(f"file: {size / 1024**3:.2f} GiB, {lines:,} lines, one stats line in ten")
         greps, reads, ratios, inner = [], [], [], []
         rss_kib = 0
+        count = ""
         summary = ""
         for _pair in range(args.pairs):
             g, count = run_grep(path)

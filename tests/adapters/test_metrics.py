@@ -322,6 +322,32 @@ def _reason(outcome: object) -> str:
     return outcome.reason
 
 
+@settings(max_examples=300, deadline=None)
+@given(
+    st.lists(
+        st.tuples(_label_names, st.text(alphabet='=,{}a "\\', max_size=6)),
+        max_size=8,
+    ),
+    st.booleans(),
+)
+def test_label_sets_as_every_exposition_writes_them_agree(
+    pairs: list[tuple[str, str]], trailing_comma: bool
+) -> None:
+    """``{a="x",b="y"}``: no blanks, values full of ``=`` and ``,`` (the split's seams),
+    names repeated (an error), quotes and backslashes escaped as on the wire."""
+    wire = [(n, v.replace("\\", "\\\\").replace('"', '\\"')) for n, v in pairs]
+    labels = ",".join(f'{n}="{v}"' for n, v in wire) + ("," if wire and trailing_comma else "")
+    text = f"{CACHE_CONFIG_INFO}{{{labels}}} 1\n"
+    if len({n for n, _ in pairs}) < len(pairs):
+        assert _reason(parse_metrics(text.encode())).startswith(
+            "malformed targeted sample: duplicate or reserved label"
+        )
+    else:
+        assert_same(text)
+        (sample,), _ = scan_metrics(text)
+        assert dict(sample.labels) == dict(pairs)
+
+
 def test_label_sets_may_carry_blanks() -> None:
     body = (
         b"# TYPE vllm:cache_config_info gauge\n"
@@ -404,12 +430,59 @@ def test_the_scan_finds_what_reading_line_by_line_finds(text: str) -> None:
     from vllm_evidence.adapters import metrics
 
     targets, families = _line_by_line(text)
-    found = metrics._LINE.findall(text)
-    first = metrics._FIRST_LINE.match(text)
-    if first is not None:
-        found.insert(0, first.groups())
-    assert [(name, rest) for _, name, rest in found if name] == targets
-    assert {family for family, _, _ in found if family} == families
+    assert [(name, rest) for _, name, rest in metrics._sample_lines(text)] == targets
+    # Declarations: reached ``#`` by ``#``, by one regex pass, and by the default mix.
+    assert metrics._declared(text, jumps=10**9) == families
+    assert metrics._declared(text, jumps=0) == families
+    assert metrics._declared(text, jumps=2) == families
+    assert metrics._declared(text) == families
+
+
+def test_sample_lines_are_given_in_body_order_with_their_offsets() -> None:
+    from vllm_evidence.adapters import metrics
+
+    text = f"{CACHE_CONFIG_INFO} 1\nx 2\n  {PROCESS_START_TIME} 3\n{CACHE_CONFIG_INFO}{{}} 4"
+    assert metrics._sample_lines(text) == [
+        (0, CACHE_CONFIG_INFO, " 1"),
+        (text.index(PROCESS_START_TIME), PROCESS_START_TIME, " 3"),
+        (text.rindex(CACHE_CONFIG_INFO), CACHE_CONFIG_INFO, "{} 4"),
+    ]
+
+
+def test_a_declaration_after_a_blank_is_read_by_the_line_rule() -> None:
+    """A ``#`` after a blank is an indented declaration or text inside another line."""
+    body = (
+        "# HELP vllm:a doc # TYPE vllm:inside gauge\n"
+        " \t# TYPE vllm:indented gauge\n"
+        'x{l="# HELP vllm:in_a_value"} 1\n'
+        "#\tTYPE\tvllm:tabs gauge\n"
+    )
+    _, families = scan_metrics(body)
+    assert families == frozenset({"vllm:a", "vllm:indented", "vllm:tabs"})
+
+
+@pytest.mark.parametrize(
+    ("body", "declared"),
+    [
+        # HELP then TYPE of the same family: one declaration, whatever the doc holds.
+        ("# HELP vllm:a doc # TYPE vllm:in_doc\n# TYPE vllm:a gauge\n", {"vllm:a"}),
+        # The TYPE line names a longer family: both are declared.
+        ("# HELP vllm:a doc\n# TYPE vllm:ab gauge\n", {"vllm:a", "vllm:ab"}),
+        # HELP not followed by its TYPE: the doc's ``#`` is text, not a declaration.
+        ("# HELP vllm:a doc # TYPE vllm:in_doc\nx 1\n# TYPE vllm:b gauge\n", {"vllm:a", "vllm:b"}),
+        # Text after the TYPE name is read on: a declaration there is inside a line.
+        ("# HELP vllm:a d\n# TYPE vllm:a gauge # TYPE vllm:c\n", {"vllm:a"}),
+        ("# HELP vllm:a\n# TYPE vllm:a gauge\n", {"vllm:a"}),  # no doc text at all
+    ],
+)
+def test_a_help_line_and_its_type_line_declare_what_each_line_declares(
+    body: str, declared: set[str]
+) -> None:
+    from vllm_evidence.adapters import metrics
+
+    assert _line_by_line(body)[1] == declared  # the oracle agrees with the case as written
+    for jumps in (None, 0, 1, 10**9):
+        assert metrics._declared("x\n" + body, jumps=jumps) == declared
 
 
 def test_only_the_first_of_many_names_on_one_line_starts_it() -> None:
