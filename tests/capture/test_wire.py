@@ -12,12 +12,14 @@ import ssl
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
-import h11
 import pytest
 
+from vllm_evidence.capture._http11 import RemoteProtocolError
 from vllm_evidence.capture._wire import (
     MAX_HEAD_BYTES,
+    LocalProtocolError,
     ProbeClient,
+    ProtocolError,
     Reply,
     server_address,
 )
@@ -73,7 +75,7 @@ def _get(
             for path in paths:
                 try:
                     out.append(await client.get(address, path, HEADERS, max_body_bytes=cap))
-                except (OSError, EOFError, h11.ProtocolError) as exc:
+                except (OSError, EOFError, ProtocolError) as exc:
                     out.append(exc)
             client.release(address)
         return out
@@ -182,7 +184,7 @@ def test_an_answer_cut_short_is_an_error() -> None:
         await writer.drain()
 
     (error,), _ = _get(script)
-    assert isinstance(error, h11.RemoteProtocolError | EOFError), error
+    assert isinstance(error, RemoteProtocolError | EOFError), error
 
 
 # --- hostile heads and bodies -------------------------------------------------------
@@ -221,7 +223,7 @@ def test_a_head_past_its_bound_is_refused() -> None:
         await writer.drain()
 
     (error,), _ = _get(script)
-    assert isinstance(error, h11.RemoteProtocolError), error
+    assert isinstance(error, RemoteProtocolError), error
 
 
 def test_garbage_instead_of_a_status_line_is_refused() -> None:
@@ -231,7 +233,7 @@ def test_garbage_instead_of_a_status_line_is_refused() -> None:
         await writer.drain()
 
     (error,), _ = _get(script)
-    assert isinstance(error, h11.RemoteProtocolError), error
+    assert isinstance(error, RemoteProtocolError), error
 
 
 def test_a_connection_that_failed_is_never_kept() -> None:
@@ -285,12 +287,12 @@ def test_a_header_value_with_a_line_break_is_refused_before_sending() -> None:
         async with ProbeClient() as client:
             try:
                 await client.get(address, "/a", [("X", "a\r\nB: c")], max_body_bytes=10)
-            except h11.LocalProtocolError as exc:
+            except LocalProtocolError as exc:
                 return exc
         return None
 
     error, _ = asyncio.run(_serve(script, run))
-    assert isinstance(error, h11.LocalProtocolError)
+    assert isinstance(error, LocalProtocolError)
 
 
 # --- addresses and TLS ---------------------------------------------------------------

@@ -44,10 +44,10 @@ def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = tmp_path_factory.mktemp("saved") / "capture"
     with serve_capture(REAL) as door:
         modules = _modules("probe", door.url, "--save", str(directory), "--json")
-    # The probe itself does load its client (its own connections, parsed by h11, and no
-    # httpx stack): the listing sees what a command loads.
-    assert {"h11", "asyncio"} <= modules
-    assert not modules & {"httpx", "httpcore", "anyio"}
+    # The probe itself does load its client (its own connections and reader: no h11,
+    # no httpx stack): the listing sees what a command loads.
+    assert {"asyncio", "vllm_evidence.capture._http11"} <= modules
+    assert not modules & {"httpx", "httpcore", "anyio", "h11"}
     return directory
 
 

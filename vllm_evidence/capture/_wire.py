@@ -1,13 +1,15 @@
-"""The probe's own HTTP/1.1 connections: GET only, over asyncio streams, parsed by h11.
+"""The probe's own HTTP/1.1 connections: GET only, one asyncio protocol per connection.
 
 A fleet probe is bound by CPU per server, and nearly all of it was the client stack
 (httpx, httpcore, anyio: URL models, request and response objects, cancel scopes and
 stream wrappers for each of a probe's nine requests; ~12-14 ms a server on two shared
 cores).  What the probe needs is narrow: one fixed request line per closed route, a few
 fixed headers, a status, headers and a capped body.  :class:`ProbeClient` writes that
-request itself, lets ``h11`` (the HTTP/1.1 state machine httpcore also uses) read the
-answer, keeps connections alive per server, and builds its SSL context once, on the first
-``https`` target (none at all for a fleet of ``http`` servers).
+request itself, reads the answer as it arrives with
+:class:`~vllm_evidence.capture._http11.ResponseReader` (h11's grammar, without its general
+state machine; no stream objects either: the bytes go from the transport's callback
+straight to the reader), keeps connections alive per server, and builds its SSL context
+once, on the first ``https`` target (none at all for a fleet of ``http`` servers).
 
 It reads no proxy or certificate settings from the environment, keeps no cookies and
 follows no redirects: nothing it is not told.  Hostile servers: a response head is
@@ -18,42 +20,39 @@ connection that misbehaved in any way is closed, never reused.
 from __future__ import annotations
 
 import asyncio
+import re
 import ssl
 from typing import Final, final
 
-import h11
-
+from vllm_evidence.capture._http11 import (
+    LocalProtocolError,
+    ProtocolError,
+    ResponseReader,
+    declared_too_large,
+)
 from vllm_evidence.errors import InputError
 
 __all__ = [
     "MAX_HEAD_BYTES",
+    "LocalProtocolError",
     "ProbeClient",
+    "ProtocolError",
     "Reply",
     "ServerAddress",
     "declared_too_large",
     "server_address",
 ]
 
-#: The most bytes of an unfinished response head kept (h11 refuses the answer once more
-#: is buffered without the head's end; a head that ends within the next read can pass,
-#: so no head takes more than this and one read).
+#: The longest response head (and chunk-size or trailer line) read; a longer one is
+#: refused.
 MAX_HEAD_BYTES: Final = 64 * 1024
-
-#: How much one read takes from the socket.
-_READ_BYTES: Final = 64 * 1024
 
 _DEFAULT_PORT: Final = {"http": 80, "https": 443}
 
-
-def declared_too_large(content_length: str, max_body_bytes: int) -> bool:
-    """Whether a ``Content-Length`` value declares a body past the cap (read without
-    converting a number of more than 15 digits; a value that is no number declares
-    nothing and the body is read up to the cap)."""
-    return (
-        content_length.isascii()
-        and content_length.isdigit()
-        and (len(content_length) > 15 or int(content_length) > max_body_bytes)
-    )
+# A request header as h11 would write it: a token name, a value of visible characters
+# (and obs-text) with inner blanks only.
+_REQUEST_NAME = re.compile(rb"[-!#$%&'*+.^_`|~0-9a-zA-Z]+")
+_REQUEST_VALUE = re.compile(rb"(?:[^\x00\s]+(?:[ \t]+[^\x00\s]+)*)?")
 
 
 @final
@@ -115,31 +114,96 @@ class Reply:
         self.too_large = too_large
 
 
-class _Connection:
-    __slots__ = ("http", "reader", "writer")
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self.reader = reader
-        self.writer = writer
-        self.http = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD_BYTES)
+def _request(path: str, authority: str, headers: list[tuple[str, str]]) -> bytes:
+    """The request's bytes; :class:`LocalProtocolError` (quoting nothing: a value can be a
+    credential) for a header that would not be one header line."""
+    lines = [f"GET {path} HTTP/1.1", f"Host: {authority}"]
+    lines += [f"{name}: {value}" for name, value in headers]
+    try:
+        wire = [line.encode("ascii") for line in lines]
+    except UnicodeEncodeError:
+        msg = "illegal request header: not ASCII (its value is not shown)"
+        raise LocalProtocolError(msg) from None
+    for line in wire[2:]:
+        name, _, value = line.partition(b": ")
+        if not _REQUEST_NAME.fullmatch(name) or not _REQUEST_VALUE.fullmatch(value):
+            msg = "illegal request header (its value is not shown)"
+            raise LocalProtocolError(msg)
+    return b"\r\n".join(wire) + b"\r\n\r\n"
 
 
 class _StaleConnectionError(Exception):
     """A kept-alive connection the server had closed before this request reached it."""
 
 
-def _joined(raw: list[tuple[bytes, bytes]]) -> tuple[tuple[str, str], ...]:
-    """Header pairs decoded as httpx decodes them (names lower-case, values latin-1 or
-    UTF-8 when they are valid UTF-8), repeated names joined with ``, `` in first order."""
-    merged: dict[str, str] = {}
-    for name, value in raw:
-        key = name.decode("ascii", "replace").lower()
+class _Connection(asyncio.Protocol):
+    """One connection: hands what arrives to the current request's reader."""
+
+    def __init__(self) -> None:
+        self.transport: asyncio.Transport | None = None
+        self.reader: ResponseReader | None = None
+        self.waiter: asyncio.Future[None] | None = None
+        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        #: The server spoke out of turn, closed its side, or the connection failed:
+        #: it carries no further request.
+        self.broken = False
+
+    def intact(self) -> bool:
+        """Whether the connection can carry a request (its callbacks may change this at
+        any await: a method, so that no type checker holds on to an earlier answer)."""
+        return not self.broken and self.transport is not None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)  # noqa: S101 - a stream connection
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        reader = self.reader
+        if reader is None or reader.done:
+            self.broken = True  # bytes nobody asked for
+            return
         try:
-            text = value.decode("utf-8")
-        except UnicodeDecodeError:
-            text = value.decode("latin-1")
-        merged[key] = f"{merged[key]}, {text}" if key in merged else text
-    return tuple(merged.items())
+            if reader.feed(data):
+                self._wake(None)
+        except ProtocolError as exc:
+            self.broken = True
+            self._wake(exc)
+
+    def eof_received(self) -> bool:
+        self.broken = True
+        self._ended(None)
+        return False  # close the transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.broken = True
+        self._ended(exc)
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+    def _ended(self, exc: Exception | None) -> None:
+        """The server's side ended (cleanly, or with ``exc``) while a request may wait."""
+        reader = self.reader
+        if reader is None or reader.done:
+            return
+        if exc is not None and reader.received:
+            self._wake(exc)
+            return
+        try:
+            complete = reader.feed_eof()
+        except ProtocolError as error:
+            self._wake(error)
+            return
+        # Nothing at all came back: a kept-alive connection the server had closed (the
+        # caller retries once on a new one), or a server that hung up on a new one.
+        self._wake(None if complete else _StaleConnectionError())
+
+    def _wake(self, exc: BaseException | None) -> None:
+        waiter = self.waiter
+        if waiter is not None and not waiter.done():
+            if exc is None:
+                waiter.set_result(None)
+            else:
+                waiter.set_exception(exc)
 
 
 @final
@@ -204,15 +268,13 @@ class ProbeClient:
 
     def _discard(self, connection: _Connection) -> None:
         """Close ``connection``; :meth:`aclose` waits until its socket is closed."""
-        connection.writer.close()
-        waiting = asyncio.ensure_future(connection.writer.wait_closed())
-        self._closing.add(waiting)
-        waiting.add_done_callback(self._closed_one)
-
-    def _closed_one(self, waiting: asyncio.Future[None]) -> None:
-        self._closing.discard(waiting)
-        if not waiting.cancelled():
-            waiting.exception()  # a reset while closing is no news: retrieved, dropped
+        connection.broken = True
+        if connection.transport is not None:
+            connection.transport.close()
+        closed = connection.closed
+        if not closed.done():
+            self._closing.add(closed)
+            closed.add_done_callback(self._closing.discard)
 
     def release(self, address: ServerAddress) -> None:
         """A probe of ``address`` ended: close its connections if no other probe uses them."""
@@ -237,19 +299,18 @@ class ProbeClient:
             await asyncio.wait(list(self._closing))
 
     async def _connect(self, address: ServerAddress) -> _Connection:
+        loop = asyncio.get_running_loop()
         if address.scheme == "https":
-            reader, writer = await asyncio.open_connection(
+            _, connection = await loop.create_connection(
+                _Connection,
                 address.host,
                 address.port,
                 ssl=self._ssl_context(),
                 server_hostname=address.host,
-                limit=_READ_BYTES,
             )
         else:
-            reader, writer = await asyncio.open_connection(
-                address.host, address.port, limit=_READ_BYTES
-            )
-        return _Connection(reader, writer)
+            _, connection = await loop.create_connection(_Connection, address.host, address.port)
+        return connection
 
     async def get(
         self,
@@ -261,11 +322,9 @@ class ProbeClient:
     ) -> Reply:
         """GET ``path`` (already checked: the base path then a closed route's target)
         from ``address`` with ``headers`` after ``Host``.  Raises :class:`OSError`,
-        :class:`h11.ProtocolError` or :class:`EOFError` when no answer was read; the
-        caller bounds the time."""
-        request = h11.Request(
-            method="GET", target=path, headers=[("Host", address.authority), *headers]
-        )
+        :class:`ProtocolError` (:class:`LocalProtocolError` before anything is sent) or
+        :class:`EOFError` when no answer was read; the caller bounds the time."""
+        request = _request(path, address.authority, headers)
         kept = self._idle.get(address.key)
         while kept:
             connection = kept.pop()
@@ -284,64 +343,32 @@ class ProbeClient:
         self,
         connection: _Connection,
         address: ServerAddress,
-        request: h11.Request,
+        request: bytes,
         max_body_bytes: int,
     ) -> Reply:
         """One request and its answer on ``connection``; the connection is kept for the
-        next request only when both sides finished the message cleanly."""
-        http = connection.http
-        done = False
-        received = False
+        next request only when the answer ended cleanly and may be followed by another."""
+        if not connection.intact() or connection.transport is None:
+            self._discard(connection)
+            raise _StaleConnectionError
+        reader = ResponseReader(max_head_bytes=MAX_HEAD_BYTES, max_body_bytes=max_body_bytes)
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        connection.reader = reader
+        connection.waiter = waiter
         try:
-            connection.writer.write(http.send(request) + http.send(h11.EndOfMessage()))
-            status = 0
-            headers: tuple[tuple[str, str], ...] = ()
-            chunks: list[bytes] = []
-            size = 0
-            while True:
-                event = http.next_event()
-                if event is h11.NEED_DATA:
-                    try:
-                        data = await connection.reader.read(_READ_BYTES)
-                    except ConnectionError:
-                        if received:
-                            raise
-                        data = b""
-                    if not data and not received:
-                        # Nothing came back: a kept-alive connection the server had
-                        # closed (the caller retries once on a new one), or a server
-                        # that hung up on a new one (an error there).
-                        raise _StaleConnectionError
-                    received = received or bool(data)
-                    http.receive_data(data)
-                    continue
-                if isinstance(event, h11.InformationalResponse):
-                    continue
-                if isinstance(event, h11.Response):
-                    status = event.status_code
-                    headers = _joined(list(event.headers))
-                    if declared_too_large(dict(headers).get("content-length", ""), max_body_bytes):
-                        return Reply(status, headers, None, too_large=True)
-                    continue
-                if isinstance(event, h11.Data):
-                    size += len(event.data)
-                    if size > max_body_bytes:
-                        return Reply(status, headers, None, too_large=True)
-                    chunks.append(bytes(event.data))
-                    continue
-                if isinstance(event, h11.EndOfMessage):
-                    done = True
-                    return Reply(status, headers, b"".join(chunks), too_large=False)
-                # h11.ConnectionClosed: the server hung up before the answer ended.
-                msg = "the server closed the connection before the answer ended"
-                raise EOFError(msg)
+            connection.transport.write(request)
+            await waiter
+            return Reply(reader.status, reader.headers, reader.body, too_large=reader.too_large)
         finally:
-            if done and http.our_state is h11.DONE and http.their_state is h11.DONE:
-                http.start_next_cycle()
-                kept = self._idle.setdefault(address.key, [])
-                if len(kept) < self._per_server and not self._closed:
-                    kept.append(connection)
-                else:
-                    self._discard(connection)
+            connection.reader = None
+            connection.waiter = None
+            kept = self._idle.setdefault(address.key, [])
+            if (
+                reader.reusable  # only an answer read whole, with nothing after it
+                and connection.intact()
+                and not self._closed
+                and len(kept) < self._per_server
+            ):
+                kept.append(connection)
             else:
                 self._discard(connection)

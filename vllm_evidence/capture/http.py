@@ -20,7 +20,13 @@ from typing import TYPE_CHECKING, Final, final
 
 from vllm_evidence._scrub import remember, scrub_body
 from vllm_evidence.capture._target import clean_target
-from vllm_evidence.capture._wire import ProbeClient, declared_too_large, server_address
+from vllm_evidence.capture._wire import (
+    LocalProtocolError,
+    ProbeClient,
+    ProtocolError,
+    declared_too_large,
+    server_address,
+)
 from vllm_evidence.capture.batch import (
     NOT_SENT_DETAILS,
     CaptureBatch,
@@ -153,8 +159,6 @@ class RouteClient:
         return f"body larger than {self._max_body_bytes} bytes"
 
     async def _send_wire(self, client: ProbeClient, path: str, budget: float) -> _Sent:
-        import h11
-
         assert self._address is not None  # noqa: S101 - set with a ProbeClient
         try:
             async with asyncio.timeout(budget):
@@ -164,7 +168,7 @@ class RouteClient:
         except TimeoutError as exc:
             detail = f"no complete answer within {budget:.3g}s ({type(exc).__name__})"
             return None, (), None, Transport.TIMED_OUT, detail
-        except h11.LocalProtocolError as exc:
+        except LocalProtocolError as exc:
             # Raised before anything is sent; its text can quote request headers (the key).
             return (
                 None,
@@ -173,7 +177,7 @@ class RouteClient:
                 Transport.UNREACHABLE,
                 f"{type(exc).__name__} {NOT_SENT_DETAILS[1]}",
             )
-        except (OSError, EOFError, h11.ProtocolError) as exc:
+        except (OSError, EOFError, ProtocolError) as exc:
             return None, (), None, Transport.UNREACHABLE, f"{type(exc).__name__}: {exc}"
         if reply.too_large:
             return reply.status, reply.headers, None, Transport.TOO_LARGE, self._too_large()
