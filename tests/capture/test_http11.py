@@ -55,7 +55,9 @@ def by_h11(pieces: list[bytes], eof: bool, cap: int) -> Read:
     http.send(h11.Request(method="GET", target="/", headers=[("Host", "x")]))
     http.send(h11.EndOfMessage())
     feed = [*pieces, b""] if eof else list(pieces)
-    status, headers, chunks, size = 0, (), [], 0
+    status, size = 0, 0
+    headers: tuple[tuple[str, str], ...] = ()
+    chunks: list[bytes] = []
     try:
         while True:
             event = http.next_event()
