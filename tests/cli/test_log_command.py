@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 from pathlib import Path
 
@@ -18,7 +19,7 @@ def test_json_contract_on_the_real_capture() -> None:
     result = _run(str(CAPTURES / "vllm-0.32.0-cpu-tp1-devmode" / "startup.log"), "--json")
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
-    assert doc["schema"] == "vllm-evidence.startup-log/2"
+    assert doc["schema"] == "vllm-evidence.startup-log/3"
     (launch,) = doc["launches"]
     assert (launch["index"], launch["first_line"], launch["last_line"]) == (0, 1, 192)
     assert launch["version"] == "0.32.0"
@@ -79,3 +80,26 @@ def test_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
     bad_width = _run(str(empty), "--wrap-width", "wide")
     assert bad_width.returncode == 2
     assert bad_width.stderr.count("\n") == 1
+
+
+def test_json_lists_each_workers_compile_cache_line() -> None:
+    """The 0.29.0 DP=2 log: the two workers name their DP engine only in the cache
+    directory they save to (``…/rank_0_0/…``, ``…/rank_0_1/…``); the document carries
+    both lines, read here from the file itself."""
+    log = Path(__file__).parents[1] / "fixtures/real/vllm-0.29.0-cpu/dp2/startup.log"
+    expected = []
+    for number, text in enumerate(log.read_bytes().decode().split("\n"), start=1):
+        found = re.search(r"saved AOT compiled function to \S*/rank_(\d+)_(\d+)/", text)
+        pid = re.match(r"\(Worker pid=(\d+)\)", text)
+        if found and pid:
+            rank, index = int(found.group(1)), int(found.group(2))
+            expected.append(("aot_saved", rank, index, number, int(pid.group(1))))
+    assert len(expected) == 2, "the fixture's two cache lines: nothing compared"
+    result = _run(str(log), "--json")
+    assert result.returncode == 0, result.stderr
+    (launch,) = json.loads(result.stdout)["launches"]
+    assert [
+        (c["form"], c["rank"], c["data_parallel_index"], c["line"], c["process"]["pid"])
+        for c in launch["compile_cache"]
+    ] == expected
+    assert sorted(c["data_parallel_index"] for c in launch["compile_cache"]) == [0, 1]

@@ -1,4 +1,4 @@
-"""A read startup log as the ``vllm-evidence.startup-log/2`` JSON document and as text.
+"""A read startup log as the ``vllm-evidence.startup-log/3`` JSON document and as text.
 
 The document is the package converter's rendering of a
 :class:`~vllm_evidence.adapters.startup_log.StartupLog`; the hooks of the log's types
@@ -20,7 +20,7 @@ from vllm_evidence.decisions._parallel_configuration import (
 
 __all__ = ["SCHEMA", "render_startup_log", "startup_log_document"]
 
-SCHEMA = "vllm-evidence.startup-log/2"
+SCHEMA = "vllm-evidence.startup-log/3"
 
 
 def _process_json(process: ProcessTag) -> dict[str, object]:
@@ -100,6 +100,16 @@ def _launch_document(launch: Launch) -> dict[str, object]:
             }
             for r in launch.ranks
         ],
+        "compile_cache": [
+            {
+                "form": c.form.value,
+                "rank": c.rank,
+                "data_parallel_index": c.data_parallel_index,
+                "line": c.line,
+                "process": converter.unstructure(c.process),
+            }
+            for c in launch.compile_cache
+        ],
         "executor_backend": backend.value if backend else None,
         "executor_evidence": [
             {"marker": o.marker.value, "line": o.line} for o in launch.executor_evidence
@@ -159,7 +169,7 @@ def _launch_document(launch: Launch) -> dict[str, object]:
 
 
 def startup_log_document(log: StartupLog) -> dict[str, Any]:
-    """The ``vllm-evidence.startup-log/2`` JSON document of a read log."""
+    """The ``vllm-evidence.startup-log/3`` JSON document of a read log."""
     document: dict[str, Any] = converter.unstructure(log)
     return document
 
