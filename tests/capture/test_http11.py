@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from vllm_evidence.capture._http11 import (
+    MAX_INFORMATIONAL,
     ProtocolError,
     RemoteProtocolError,
     ResponseReader,
@@ -361,3 +362,17 @@ def test_one_byte_at_a_time_reads_the_same_answer() -> None:
     done = [reader.feed(wire[i : i + 1]) for i in range(len(wire))]
     assert done.index(True) == len(wire) - 1
     assert reader.body == body
+
+
+def test_informational_answers_without_end_are_refused() -> None:
+    reader = ResponseReader(max_head_bytes=HEAD_BOUND, max_body_bytes=100)
+    continues = b"HTTP/1.1 100 Continue\r\n\r\n"
+    assert not reader.feed(continues * MAX_INFORMATIONAL)
+    with pytest.raises(RemoteProtocolError, match="more than 32 informational answers"):
+        reader.feed(continues)
+
+
+def test_thousands_of_repeats_of_one_header_are_joined_in_order() -> None:
+    head = b"".join(b"X-A: %d\r\n" % i for i in range(5000))
+    read = _read(b"HTTP/1.1 200 OK\r\n" + head + b"Content-Length: 0\r\n\r\n")
+    assert dict(read.headers)["x-a"] == ", ".join(str(i) for i in range(5000))

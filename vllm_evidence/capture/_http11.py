@@ -33,6 +33,7 @@ import re
 from typing import Final, final
 
 __all__ = [
+    "MAX_INFORMATIONAL",
     "LocalProtocolError",
     "ProtocolError",
     "RemoteProtocolError",
@@ -67,6 +68,9 @@ _DIGITS = re.compile(rb"[0-9]+")
 
 #: Longest Content-Length read (h11's bound).
 _LENGTH_DIGITS: Final = 20
+#: Most informational (1xx) answers passed over before the answer: a server that sends
+#: them without end is refused rather than read until the request's time runs out.
+MAX_INFORMATIONAL: Final = 32
 #: How much of a server's bytes an error message quotes.
 _QUOTED: Final = 40
 
@@ -164,15 +168,16 @@ def _normalized(fields: list[tuple[bytes, bytes]]) -> list[tuple[bytes, bytes]]:
 def _decoded(fields: list[tuple[bytes, bytes]]) -> tuple[tuple[str, str], ...]:
     """Header pairs decoded as httpx decodes them (names lower-case, values UTF-8 when
     they are valid UTF-8, else latin-1), repeated names joined with ``, `` in first order."""
-    merged: dict[str, str] = {}
+    merged: dict[str, list[str]] = {}
     for name, value in fields:
-        key = name.decode("ascii")
         try:
             text = value.decode("utf-8")
         except UnicodeDecodeError:
             text = value.decode("latin-1")
-        merged[key] = f"{merged[key]}, {text}" if key in merged else text
-    return tuple(merged.items())
+        merged.setdefault(name.decode("ascii"), []).append(text)
+    # Joined once a name: a head of thousands of repeats of one name costs no more than
+    # its length (joining as they came would copy the growing value each time).
+    return tuple((key, ", ".join(values)) for key, values in merged.items())
 
 
 def _comma_values(fields: list[tuple[bytes, bytes]], name: bytes) -> list[bytes]:
@@ -199,6 +204,7 @@ class ResponseReader:
     __slots__ = (
         "_buffer",
         "_chunks",
+        "_informational",
         "_keep_alive",
         "_max_body",
         "_max_head",
@@ -226,6 +232,7 @@ class ResponseReader:
         self._size = 0
         self._chunks: list[bytes] = []
         self._keep_alive = False
+        self._informational = 0
         self.received: bool = False
         self.status: int = 0
         self.headers: tuple[tuple[str, str], ...] = ()
@@ -348,6 +355,10 @@ class ResponseReader:
         fields = _normalized(_header_fields(lines[1:]))
         code = int(status.group(2))
         if code < 200:
+            self._informational += 1
+            if self._informational > MAX_INFORMATIONAL:
+                msg = f"more than {MAX_INFORMATIONAL} informational answers"
+                raise RemoteProtocolError(msg)
             return True  # informational: read the next head
         self.status = code
         self.headers = _decoded(fields)
