@@ -38,6 +38,10 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=15)
     runs = parser.parse_args().runs
+    # Byte-compile the package, as an install does: with PYTHONDONTWRITEBYTECODE set, a
+    # module edited since its .pyc would be compiled from source at every start.
+    package = Path(__file__).resolve().parent.parent / "vllm_evidence"
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=True)
     with tempfile.TemporaryDirectory() as tmp:
         saved = Path(tmp) / "capture"
         from vllm_evidence.testing.stub import serve_capture

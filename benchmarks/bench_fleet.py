@@ -227,6 +227,12 @@ def main() -> int:
     )
     args = parser.parse_args()
     small, large = args.servers
+    # Byte-compile the trees the CLI runs from, as an install does: with
+    # PYTHONDONTWRITEBYTECODE set, a module edited since its .pyc would be compiled
+    # from source at every start of the CLI.
+    for tree in {str(HERE.parent), args.cli_pythonpath, args.also_pythonpath} - {None}:
+        package = Path(str(tree)) / "vllm_evidence"
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=True)
     host = subprocess.Popen(
         [
             sys.executable,
