@@ -643,3 +643,22 @@ def test_a_callers_httpx_client_and_the_probes_own_connections_read_the_same_bat
 
     assert seen(own) == seen(theirs)
     assert own.request_lines() == theirs.request_lines()
+
+
+def test_a_probe_on_uvloop_reads_the_batch_a_probe_on_asyncio_reads() -> None:
+    """Orchestration code often runs on uvloop (under uvicorn): the probe's own
+    connections read the same exchanges there, none of them timed out."""
+    uvloop = pytest.importorskip("uvloop")
+
+    with serve_capture(REAL) as door:
+        standard = probe_sync(door.url)
+        on_uvloop = uvloop.run(asyncio.wait_for(probe(door.url), 30))
+
+    def seen(batch: CaptureBatch) -> list[tuple[object, ...]]:
+        return [
+            (e.route, e.role, e.transport, e.status, e.body, e.detail, e.headers)
+            for e in batch.all_exchanges()
+        ]
+
+    assert seen(on_uvloop) == seen(standard)
+    assert {e.transport for e in on_uvloop.all_exchanges()} == {Transport.ANSWERED}

@@ -8,6 +8,7 @@ connection the server dropped, and with hostile heads and bodies is seen directl
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import ssl
 from collections.abc import Awaitable, Callable
 from typing import TypeVar
@@ -26,6 +27,25 @@ from vllm_evidence.capture._wire import (
 from vllm_evidence.errors import InputError
 
 T = TypeVar("T")
+
+#: uvloop is a test extra wherever it installs (not on Windows).
+HAVE_UVLOOP = importlib.util.find_spec("uvloop") is not None
+
+
+@pytest.fixture(autouse=True, params=["asyncio", "uvloop"])
+def event_loop_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Every test here runs on the standard event loop and on uvloop (the loop under
+    uvicorn, where orchestration code calling the probe often runs: its transports
+    are not ``asyncio.Transport`` instances)."""
+    kind: str = request.param
+    if kind == "uvloop":
+        if not HAVE_UVLOOP:  # pragma: no cover
+            pytest.skip("uvloop does not install on this platform")
+        import uvloop
+
+        monkeypatch.setattr(asyncio, "run", uvloop.run)
+    return kind
+
 
 #: What a scripted server does with one connection: read requests, write bytes.
 Script = Callable[[asyncio.StreamReader, asyncio.StreamWriter], Awaitable[None]]
@@ -80,7 +100,9 @@ def _get(
             client.release(address)
         return out
 
-    return asyncio.run(_serve(script, run))
+    # Bounded: a connection that never wakes its reader (or never closes) fails the
+    # test instead of hanging it.
+    return asyncio.run(asyncio.wait_for(_serve(script, run), 20))
 
 
 def _reply(item: Reply | BaseException) -> Reply:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import asyncio
 import re
 import ssl
-from typing import Final, final
+from typing import Final, cast, final
 
 from vllm_evidence.capture._http11 import (
     LocalProtocolError,
@@ -154,8 +154,9 @@ class _Connection(asyncio.Protocol):
         return not self.broken and self.transport is not None
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)  # noqa: S101 - a stream connection
-        self.transport = transport
+        # A stream transport, though not always an asyncio.Transport instance: uvloop's
+        # (the loop under uvicorn, where orchestration code often runs) is its own type.
+        self.transport = cast("asyncio.Transport", transport)
 
     def data_received(self, data: bytes) -> None:
         reader = self.reader
