@@ -124,10 +124,16 @@ def by_reader(pieces: list[bytes], eof: bool, cap: int) -> Read:
 # --- generated answers ----------------------------------------------------------------
 
 _names = st.sampled_from(
-    ["Content-Type", "X-Request-Id", "connection", "Server", "content-length", "ETag"]
+    [
+        *("Content-Type", "X-Request-Id", "connection", "Server", "content-length", "ETag"),
+        *("Transfer-Encoding", "CONTENT-LENGTH"),
+    ]
 )
 _values = st.sampled_from(
-    ["text/plain", "close", "keep-alive", "5", "0", "abc", "a  b", "", "caf\xe9", "5, 5", "x\x01"]
+    [
+        *("text/plain", "close", "keep-alive", "Keep-Alive, Close", "5", "0", "007", "5 ,5"),
+        *("abc", "a  b", "", "caf\xe9", "5, 5", "x\x01", "chunked", "identity"),
+    ]
 )
 
 
@@ -160,7 +166,8 @@ def _body_and_framing(draw: st.DrawFn) -> tuple[list[bytes], bytes]:
     while rest:
         size = draw(st.integers(1, max(1, len(rest))))
         ext = draw(st.sampled_from([b"", b";name=value", b";x", b" "]))
-        wire += b"%x%s\r\n%s\r\n" % (size, ext, rest[:size])
+        digits = draw(st.sampled_from([b"%x", b"%X", b"00%x"])) % size
+        wire += b"%s%s\r\n%s\r\n" % (digits, ext, rest[:size])
         rest = rest[size:]
     wire += b"0\r\n" + draw(st.sampled_from([b"\r\n", b"X-Trailer: 1\r\n\r\n", b"\n"]))
     if kind == "damaged-chunks":
