@@ -39,6 +39,7 @@ __all__ = [
     "RemoteProtocolError",
     "ResponseReader",
     "declared_too_large",
+    "request_bytes",
 ]
 
 
@@ -56,11 +57,12 @@ class LocalProtocolError(ProtocolError):
 
 _TOKEN = rb"[-!#$%&'*+.^_`|~0-9a-zA-Z]+"
 _FIELD_VCHAR = rb"[^\x00\s]"
+#: A header value: visible characters (and obs-text) with blanks inside only.
+_FIELD_VALUE = rb"(?:" + _FIELD_VCHAR + rb"+(?:[ \t]+" + _FIELD_VCHAR + rb"+)*)?"
 _STATUS_LINE = re.compile(rb"HTTP/([0-9]\.[0-9]) ([0-9]{3})(?: (?:[ \t]|" + _FIELD_VCHAR + rb")*)?")
-_HEADER_LINE = re.compile(
-    rb"(" + _TOKEN + rb"):[ \t]*"
-    rb"((?:" + _FIELD_VCHAR + rb"+(?:[ \t]+" + _FIELD_VCHAR + rb"+)*)?)[ \t]*"
-)
+_HEADER_LINE = re.compile(rb"(" + _TOKEN + rb"):[ \t]*(" + _FIELD_VALUE + rb")[ \t]*")
+_REQUEST_NAME = re.compile(_TOKEN)
+_REQUEST_VALUE = re.compile(_FIELD_VALUE)
 _CHUNK_HEADER = re.compile(rb"([0-9A-Fa-f]{1,20})(?:;.*)?[ \t]*\r\n")
 _BLANK_LINE = re.compile(rb"\n\r?\n")
 _FOLD = re.compile(rb"[ \t]+")
@@ -87,6 +89,25 @@ def declared_too_large(content_length: str, max_body_bytes: int) -> bool:
         and content_length.isdigit()
         and (len(content_length) > 15 or int(content_length) > max_body_bytes)
     )
+
+
+def request_bytes(path: str, authority: str, headers: list[tuple[str, str]]) -> bytes:
+    """A GET of ``path`` with ``Host: authority`` then ``headers``, as bytes, by the same
+    grammar the answers are read with; :class:`LocalProtocolError` (quoting nothing: a
+    value can be a credential) for a header that would not be one header line."""
+    lines = [f"GET {path} HTTP/1.1", f"Host: {authority}"]
+    lines += [f"{name}: {value}" for name, value in headers]
+    try:
+        wire = [line.encode("ascii") for line in lines]
+    except UnicodeEncodeError:
+        msg = "illegal request header: not ASCII (its value is not shown)"
+        raise LocalProtocolError(msg) from None
+    for line in wire[2:]:
+        name, _, value = line.partition(b": ")
+        if not _REQUEST_NAME.fullmatch(name) or not _REQUEST_VALUE.fullmatch(value):
+            msg = "illegal request header (its value is not shown)"
+            raise LocalProtocolError(msg)
+    return b"\r\n".join(wire) + b"\r\n\r\n"
 
 
 def _quote(data: bytes | bytearray) -> str:

@@ -20,7 +20,6 @@ connection that misbehaved in any way is closed, never reused.
 from __future__ import annotations
 
 import asyncio
-import re
 import ssl
 from typing import Final, cast, final
 
@@ -29,6 +28,7 @@ from vllm_evidence.capture._http11 import (
     ProtocolError,
     ResponseReader,
     declared_too_large,
+    request_bytes,
 )
 from vllm_evidence.errors import InputError
 
@@ -48,11 +48,6 @@ __all__ = [
 MAX_HEAD_BYTES: Final = 64 * 1024
 
 _DEFAULT_PORT: Final = {"http": 80, "https": 443}
-
-# A request header as h11 would write it: a token name, a value of visible characters
-# (and obs-text) with inner blanks only.
-_REQUEST_NAME = re.compile(rb"[-!#$%&'*+.^_`|~0-9a-zA-Z]+")
-_REQUEST_VALUE = re.compile(rb"(?:[^\x00\s]+(?:[ \t]+[^\x00\s]+)*)?")
 
 
 @final
@@ -112,24 +107,6 @@ class Reply:
         self.headers = headers
         self.body = body
         self.too_large = too_large
-
-
-def _request(path: str, authority: str, headers: list[tuple[str, str]]) -> bytes:
-    """The request's bytes; :class:`LocalProtocolError` (quoting nothing: a value can be a
-    credential) for a header that would not be one header line."""
-    lines = [f"GET {path} HTTP/1.1", f"Host: {authority}"]
-    lines += [f"{name}: {value}" for name, value in headers]
-    try:
-        wire = [line.encode("ascii") for line in lines]
-    except UnicodeEncodeError:
-        msg = "illegal request header: not ASCII (its value is not shown)"
-        raise LocalProtocolError(msg) from None
-    for line in wire[2:]:
-        name, _, value = line.partition(b": ")
-        if not _REQUEST_NAME.fullmatch(name) or not _REQUEST_VALUE.fullmatch(value):
-            msg = "illegal request header (its value is not shown)"
-            raise LocalProtocolError(msg)
-    return b"\r\n".join(wire) + b"\r\n\r\n"
 
 
 class _StaleConnectionError(Exception):
@@ -325,7 +302,7 @@ class ProbeClient:
         from ``address`` with ``headers`` after ``Host``.  Raises :class:`OSError`,
         :class:`ProtocolError` (:class:`LocalProtocolError` before anything is sent) or
         :class:`EOFError` when no answer was read; the caller bounds the time."""
-        request = _request(path, address.authority, headers)
+        request = request_bytes(path, address.authority, headers)
         kept = self._idle.get(address.key)
         while kept:
             connection = kept.pop()
