@@ -36,7 +36,6 @@ __all__ = [
 CACHE_CONFIG_INFO = "vllm:cache_config_info"
 PROCESS_START_TIME = "process_start_time_seconds"
 
-_LABEL_NAME = re.compile(r"[a-zA-Z_][a-zA-Z0-9_]*")
 _ESCAPES = {"\\": "\\", "n": "\n", '"': '"'}
 _BLANKS = " \t\r\f\v"
 
@@ -60,6 +59,7 @@ class ScannedSample:
 # in one match (a cache-config series carries ~40 labels).  Its values hold no ``"``, so
 # splitting at ``"`` separates names and values exactly, in C.
 _NAME = r"[a-zA-Z_][a-zA-Z0-9_]*"
+_LABEL_NAME = re.compile(_NAME)
 _CANONICAL_LABELS = re.compile(
     r'\{(?:[a-zA-Z_][a-zA-Z0-9_]*+="[^"\\]*+",)*+(?:[a-zA-Z_][a-zA-Z0-9_]*+="[^"\\]*+")?\}'
 )
@@ -219,8 +219,9 @@ _DECLARATION = re.compile(
     r"|(?<=[\n \t]#)[ \t]+(?:HELP|TYPE)[ \t]+vllm:)"
 )
 # A declaration at a line's start, any blanks before its ``#``: the exact rule.
-_DECLARED_LINE = re.compile(r"\n[ \t]*#[ \t]+(?:HELP|TYPE)[ \t]+(vllm:[a-zA-Z0-9_:]+)")
-_FIRST_DECLARED = re.compile(r"[ \t]*#[ \t]+(?:HELP|TYPE)[ \t]+(vllm:[a-zA-Z0-9_:]+)")
+_DECLARED = r"[ \t]*#[ \t]+(?:HELP|TYPE)[ \t]+(vllm:[a-zA-Z0-9_:]+)"
+_DECLARED_LINE = re.compile("\n" + _DECLARED)
+_FIRST_DECLARED = re.compile(_DECLARED)
 #: Bodies from this size on reach their ``#`` one by one (memchr, a Python step each)
 #: while they stay rarer than one per :data:`_SPARSE` characters on average: in a large
 #: body the ~150 declarations of vLLM's families are spread among many engines' samples.
