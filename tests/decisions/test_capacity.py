@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests._evidence import (
     API,
     KV_DP0,
@@ -761,21 +763,6 @@ def test_capacity_restarted_front_door() -> None:
     )
 
 
-def test_capacity_log_of_another_build() -> None:
-    _says(
-        _capacity_refused(
-            bundle(version_body("0.33.0")),
-            log(banner("0.32.0") + one_line_capacity("4,194,304")),
-        ),
-        CapacityReason.LOG_NOT_JOINED,
-        "the startup log is not joined to this front door (version_contradicted: the log's "
-        "launch reports vLLM 0.32.0 but /version reports 0.33.0: they are not the same "
-        "server); the front door alone: no capacity line in the log and no "
-        "kv_cache_size_tokens label",
-        "give the startup log of the serving launch, with its launch receipt",
-    )
-
-
 def test_engines_past_the_resolved_dp_size_are_a_conflict_not_more_capacity() -> None:
     """Issue 15, item 8: DP=1 by /server_info but series for engines 0 and 1."""
     two = bundle(
@@ -834,12 +821,18 @@ def test_a_log_figure_past_the_logs_dp_size_is_a_conflict() -> None:
 # --- a log of another build: what it may and may not change (pinned by mutation testing) --
 
 
-def test_a_log_of_another_build_with_no_capacity_line_is_still_not_joined() -> None:
+@pytest.mark.parametrize(
+    "after_banner",
+    [one_line_capacity("4,194,304"), ""],
+    ids=["with-its-capacity-line", "with-no-capacity-line"],
+)
+def test_a_log_of_another_build_is_not_joined_whatever_it_holds(after_banner: str) -> None:
     """The log's launch is another build (0.32.0 against /version 0.33.0): none of it is
-    read.  With no capacity line in it, reading it anyway would give the front door's own
-    ``capacity_unobserved``; the refusal names the log that is not joined instead."""
+    read, its capacity line included.  With no capacity line in it, reading it anyway
+    would give the front door's own ``capacity_unobserved``; the refusal names the log
+    that is not joined instead."""
     _says(
-        _capacity_refused(bundle(version_body("0.33.0")), log(banner("0.32.0"))),
+        _capacity_refused(bundle(version_body("0.33.0")), log(banner("0.32.0") + after_banner)),
         CapacityReason.LOG_NOT_JOINED,
         "the startup log is not joined to this front door (version_contradicted: the log's "
         "launch reports vLLM 0.32.0 but /version reports 0.33.0: they are not the same "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests._evidence import (
     API,
     HEALTHY,
@@ -1023,28 +1025,28 @@ _PRODUCT_4 = bundle(
 _PRODUCT_4_DETAIL = "/get_world_size answered 4, but the configuration gives 2 per engine × 1"
 
 
-def test_an_unjoined_log_of_another_layout_leaves_the_front_doors_refusal() -> None:
-    """A TP=4 log (whose world 4 the product would fit) conflicts with the front door's
-    layout: the log changes nothing, so the front door's own refusal stands."""
-    tp4 = log(banner("0.32.0") + engine_init(tp=4) + "".join(rank_line(r, 4) for r in range(4)))
-    assessment = assess(_PRODUCT_4, tp4)
-    assert assessment.log_join.reason is LogJoinReason.CONFIGURATION_CONTRADICTED
-    refused = assessment.parallel
-    assert isinstance(refused, ParallelRefused)
-    _says(
-        refused,
-        ParallelReason.CONFIGURATION_CONFLICT,
-        _PRODUCT_4_DETAIL,
-        "check the sources describe one server",
-    )
-
-
-def test_an_unjoined_log_of_another_build_leaves_the_front_doors_refusal() -> None:
-    """A log of another build (99.0, outside the table) is a sources conflict: read
-    before its version, it changes nothing, and the front door's refusal stands."""
-    other = log(banner("99.0") + engine_init("99.0", tp=2) + rank_line(0, 2) + rank_line(1, 2))
-    assessment = assess(_PRODUCT_4, other)
-    assert assessment.log_join.reason is LogJoinReason.VERSION_CONTRADICTED
+@pytest.mark.parametrize(
+    ("text", "join"),
+    [
+        # A TP=4 log (whose world 4 the product would fit) conflicts with the front
+        # door's layout.
+        (
+            banner("0.32.0") + engine_init(tp=4) + "".join(rank_line(r, 4) for r in range(4)),
+            LogJoinReason.CONFIGURATION_CONTRADICTED,
+        ),
+        # A log of another build (99.0, outside the table) is a sources conflict, read
+        # before its version.
+        (
+            banner("99.0") + engine_init("99.0", tp=2) + rank_line(0, 2) + rank_line(1, 2),
+            LogJoinReason.VERSION_CONTRADICTED,
+        ),
+    ],
+    ids=["another-layout", "another-build"],
+)
+def test_an_unjoined_log_leaves_the_front_doors_refusal(text: str, join: LogJoinReason) -> None:
+    """A log that is not joined changes nothing: the front door's own refusal stands."""
+    assessment = assess(_PRODUCT_4, log(text))
+    assert assessment.log_join.reason is join
     refused = assessment.parallel
     assert isinstance(refused, ParallelRefused)
     _says(
