@@ -32,11 +32,25 @@ T = TypeVar("T")
 HAVE_UVLOOP = importlib.util.find_spec("uvloop") is not None
 
 
-@pytest.fixture(autouse=True, params=["asyncio", "uvloop"])
+class _UnwatchingLoop(asyncio.SelectorEventLoop):
+    """An event loop that cannot watch a socket for its user (as Windows' proactor
+    cannot): plain connections then go through asyncio transports."""
+
+    def add_reader(self, *args: object) -> None:
+        raise NotImplementedError
+
+
+def _run_unwatching(main: Awaitable[T]) -> T:
+    with asyncio.Runner(loop_factory=_UnwatchingLoop) as runner:
+        return runner.run(main)  # type: ignore[arg-type]  # a coroutine, as asyncio.run takes
+
+
+@pytest.fixture(autouse=True, params=["asyncio", "uvloop", "transports"])
 def event_loop_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Every test here runs on the standard event loop and on uvloop (the loop under
+    """Every test here runs on the standard event loop, on uvloop (the loop under
     uvicorn, where orchestration code calling the probe often runs: its transports
-    are not ``asyncio.Transport`` instances)."""
+    are not ``asyncio.Transport`` instances) and on a loop that cannot watch sockets
+    (plain connections through transports, as for TLS)."""
     kind: str = request.param
     if kind == "uvloop":
         if not HAVE_UVLOOP:  # pragma: no cover
@@ -44,6 +58,8 @@ def event_loop_kind(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPa
         import uvloop
 
         monkeypatch.setattr(asyncio, "run", uvloop.run)
+    if kind == "transports":
+        monkeypatch.setattr(asyncio, "run", _run_unwatching)
     return kind
 
 
@@ -315,6 +331,86 @@ def test_a_header_value_with_a_line_break_is_refused_before_sending() -> None:
 
     error, _ = asyncio.run(_serve(script, run))
     assert isinstance(error, LocalProtocolError)
+
+
+def test_a_request_larger_than_the_socket_takes_at_once_is_sent_whole() -> None:
+    value = "v" * (8 << 20)  # far past a loopback socket's send buffer
+
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await asyncio.sleep(0.1)  # the client's first send fills the buffers
+        head = b""
+        while not head.endswith(b"\r\n\r\n"):
+            chunk = await reader.read(1 << 20)
+            if not chunk:
+                return
+            head += chunk
+        body = str(len(head)).encode()
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n%s" % (len(body), body))
+        await writer.drain()
+
+    async def run(target: str) -> tuple[bytes | None, int]:
+        address = server_address(target)
+        async with ProbeClient() as client:
+            reply = await client.get(address, "/a", [("X-Big", value)], max_body_bytes=100)
+        sent = f"GET /a HTTP/1.1\r\nHost: {address.authority}\r\nX-Big: {value}\r\n\r\n"
+        return reply.body, len(sent)
+
+    (body, sent), _ = asyncio.run(asyncio.wait_for(_serve(script, run), 20))
+    assert body == str(sent).encode()  # every byte of it arrived
+
+
+# --- connecting ----------------------------------------------------------------------
+
+
+def test_a_refused_connection_is_an_os_error_naming_the_address() -> None:
+    async def run() -> BaseException | None:
+        listener = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+        port = listener.sockets[0].getsockname()[1]
+        listener.close()
+        await listener.wait_closed()
+        address = server_address(f"http://127.0.0.1:{port}")
+        async with ProbeClient() as client:
+            try:
+                await client.get(address, "/a", HEADERS, max_body_bytes=10)
+            except OSError as exc:
+                return exc
+        return None
+
+    error = asyncio.run(run())
+    assert isinstance(error, ConnectionRefusedError), error
+    assert "127.0.0.1" in str(error)
+
+
+def test_a_host_name_is_looked_up_and_its_addresses_tried_in_turn() -> None:
+    """``localhost`` may name ``::1`` before ``127.0.0.1``; a server listening on the
+    IPv4 address only is still reached."""
+
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok")
+        await writer.drain()
+
+    async def run(target: str) -> bytes | None:
+        address = server_address(target.replace("127.0.0.1", "localhost"))
+        async with ProbeClient() as client:
+            return (await client.get(address, "/a", HEADERS, max_body_bytes=10)).body
+
+    body, connections = asyncio.run(_serve(script, run))
+    assert body == b"ok"
+    assert connections == 1
+
+
+def test_a_name_that_does_not_resolve_is_an_os_error() -> None:
+    async def run() -> BaseException | None:
+        address = server_address("http://no-such-host.invalid:80")
+        async with ProbeClient() as client:
+            try:
+                await client.get(address, "/a", HEADERS, max_body_bytes=10)
+            except OSError as exc:
+                return exc
+        return None
+
+    assert isinstance(asyncio.run(run()), OSError)
 
 
 # --- addresses and TLS ---------------------------------------------------------------

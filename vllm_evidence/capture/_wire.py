@@ -1,4 +1,4 @@
-"""The probe's own HTTP/1.1 connections: GET only, one asyncio protocol per connection.
+"""The probe's own HTTP/1.1 connections: GET only, read as the bytes arrive.
 
 A fleet probe is bound by CPU per server, and nearly all of it was the client stack
 (httpx, httpcore, anyio: URL models, request and response objects, cancel scopes and
@@ -7,9 +7,11 @@ cores).  What the probe needs is narrow: one fixed request line per closed route
 fixed headers, a status, headers and a capped body.  :class:`ProbeClient` writes that
 request itself, reads the answer as it arrives with
 :class:`~vllm_evidence.capture._http11.ResponseReader` (h11's grammar, without its general
-state machine; no stream objects either: the bytes go from the transport's callback
+state machine; no stream objects either: the bytes go from the event loop's callback
 straight to the reader), keeps connections alive per server, and builds its SSL context
-once, on the first ``https`` target (none at all for a fleet of ``http`` servers).
+once, on the first ``https`` target (none at all for a fleet of ``http`` servers).  A
+plain connection is a socket the event loop watches for this module (half the CPU of an
+asyncio transport); TLS, and a loop that cannot watch sockets, go through transports.
 
 It reads no proxy or certificate settings from the environment, keeps no cookies and
 follows no redirects: nothing it is not told.  Hostile servers: a response head is
@@ -20,8 +22,9 @@ connection that misbehaved in any way is closed, never reused.
 from __future__ import annotations
 
 import asyncio
+import socket
 import ssl
-from typing import Final, cast, final
+from typing import Any, Final, cast, final
 
 from vllm_evidence.capture._http11 import (
     LocalProtocolError,
@@ -113,14 +116,18 @@ class _StaleConnectionError(Exception):
     """A kept-alive connection the server had closed before this request reached it."""
 
 
-class _Connection(asyncio.Protocol):
-    """One connection: hands what arrives to the current request's reader."""
+#: How much one read takes from a plain socket (as asyncio's transports read).
+_READ_SIZE: Final = 256 * 1024
+
+
+class _Link:
+    """What a connection does with what arrives: hands it to the current request's reader
+    and wakes the request when its answer is complete, or failed.  Two kinds below: a
+    plain socket the event loop watches, and an asyncio transport (TLS)."""
 
     def __init__(self) -> None:
-        self.transport: asyncio.Transport | None = None
         self.reader: ResponseReader | None = None
         self.waiter: asyncio.Future[None] | None = None
-        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         #: The server spoke out of turn, closed its side, or the connection failed:
         #: it carries no further request.
         self.broken = False
@@ -128,14 +135,17 @@ class _Connection(asyncio.Protocol):
     def intact(self) -> bool:
         """Whether the connection can carry a request (its callbacks may change this at
         any await: a method, so that no type checker holds on to an earlier answer)."""
-        return not self.broken and self.transport is not None
+        raise NotImplementedError
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        # A stream transport, though not always an asyncio.Transport instance: uvloop's
-        # (the loop under uvicorn, where orchestration code often runs) is its own type.
-        self.transport = cast("asyncio.Transport", transport)
+    def send(self, request: bytes) -> None:
+        """Put ``request`` on the wire (what does not fit now goes when it can)."""
+        raise NotImplementedError
 
-    def data_received(self, data: bytes) -> None:
+    def close(self) -> asyncio.Future[None] | None:
+        """Close the connection; returns what to wait on until its socket is closed."""
+        raise NotImplementedError
+
+    def _received(self, data: bytes) -> None:
         reader = self.reader
         if reader is None or reader.done:
             self.broken = True  # bytes nobody asked for
@@ -147,19 +157,9 @@ class _Connection(asyncio.Protocol):
             self.broken = True
             self._wake(exc)
 
-    def eof_received(self) -> bool:
-        self.broken = True
-        self._ended(None)
-        return False  # close the transport
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.broken = True
-        self._ended(exc)
-        if not self.closed.done():
-            self.closed.set_result(None)
-
     def _ended(self, exc: Exception | None) -> None:
         """The server's side ended (cleanly, or with ``exc``) while a request may wait."""
+        self.broken = True
         reader = self.reader
         if reader is None or reader.done:
             return
@@ -182,6 +182,181 @@ class _Connection(asyncio.Protocol):
                 waiter.set_result(None)
             else:
                 waiter.set_exception(exc)
+
+
+@final
+class _SocketConnection(_Link):
+    """A plain connection: a non-blocking socket whose readiness the event loop reports
+    straight to this object.  An asyncio transport and protocol cost twice the CPU per
+    connection (the transport object, its buffers and the callbacks scheduled to set it
+    up), and a fleet probe opens six connections a server."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, sock: socket.socket) -> None:
+        super().__init__()
+        self._loop = loop
+        self._sock: socket.socket | None = sock
+        self._fd = sock.fileno()
+        self._unsent = b""
+        loop.add_reader(self._fd, self._read_ready)
+
+    def intact(self) -> bool:
+        return not self.broken and self._sock is not None
+
+    def send(self, request: bytes) -> None:
+        sock = self._sock
+        if sock is None:
+            return
+        if self._unsent:
+            self._unsent += request
+            return
+        try:
+            sent = sock.send(request)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        except OSError as exc:
+            self._ended(exc)
+            return
+        if sent < len(request):
+            self._unsent = request[sent:]
+            self._loop.add_writer(self._fd, self._write_ready)
+
+    def _write_ready(self) -> None:
+        sock = self._sock
+        if sock is None:
+            return
+        try:
+            sent = sock.send(self._unsent)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self._loop.remove_writer(self._fd)
+            self._unsent = b""
+            self._ended(exc)
+            return
+        self._unsent = self._unsent[sent:]
+        if not self._unsent:
+            self._loop.remove_writer(self._fd)
+
+    def _read_ready(self) -> None:
+        sock = self._sock
+        if sock is None:
+            return
+        try:
+            data = sock.recv(_READ_SIZE)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self._stop_reading()
+            self._ended(exc)
+            return
+        if data:
+            self._received(data)
+        else:
+            self._stop_reading()
+            self._ended(None)
+
+    def _stop_reading(self) -> None:
+        self._loop.remove_reader(self._fd)
+
+    def close(self) -> None:
+        self.broken = True
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            self._loop.remove_reader(self._fd)
+            if self._unsent:
+                self._loop.remove_writer(self._fd)
+                self._unsent = b""
+            sock.close()
+
+
+@final
+class _TransportConnection(_Link, asyncio.Protocol):
+    """A connection through an asyncio transport: TLS, and any event loop that cannot
+    watch a socket for the probe (one without ``add_reader``)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.transport: asyncio.Transport | None = None
+        self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def intact(self) -> bool:
+        return not self.broken and self.transport is not None
+
+    def send(self, request: bytes) -> None:
+        if self.transport is not None:
+            self.transport.write(request)
+
+    def close(self) -> asyncio.Future[None] | None:
+        self.broken = True
+        if self.transport is not None:
+            self.transport.close()
+        return None if self.closed.done() else self.closed
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # A stream transport, though not always an asyncio.Transport instance: uvloop's
+        # (the loop under uvicorn, where orchestration code often runs) is its own type.
+        self.transport = cast("asyncio.Transport", transport)
+
+    def data_received(self, data: bytes) -> None:
+        self._received(data)
+
+    def eof_received(self) -> bool:
+        self._ended(None)
+        return False  # close the transport
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._ended(exc)
+        if not self.closed.done():
+            self.closed.set_result(None)
+
+
+_Connection = _SocketConnection | _TransportConnection
+
+
+def _literal_address(host: str, port: int) -> list[tuple[int, tuple[Any, ...]]]:
+    """``host`` as the socket address of an IP literal (no name lookup), or nothing."""
+    try:
+        socket.inet_pton(socket.AF_INET, host)
+    except OSError:
+        pass
+    else:
+        return [(socket.AF_INET, (host, port))]
+    try:
+        socket.inet_pton(socket.AF_INET6, host)
+    except OSError:
+        return []
+    return [(socket.AF_INET6, (host, port, 0, 0))]
+
+
+async def _open_socket(loop: asyncio.AbstractEventLoop, host: str, port: int) -> socket.socket:
+    """A connected non-blocking TCP socket to ``host``: each address it resolves to is
+    tried in turn, failing as :meth:`asyncio.loop.create_connection` fails."""
+    addresses = _literal_address(host, port)
+    if not addresses:
+        resolved = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        addresses = [(family, address) for family, _, _, _, address in resolved]
+        if not addresses:
+            msg = "getaddrinfo() returned empty list"
+            raise OSError(msg)
+    failures: list[OSError] = []
+    for family, address in addresses:
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+        try:
+            sock.setblocking(False)  # noqa: FBT003 - the socket API
+            await loop.sock_connect(sock, address)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        except OSError as exc:
+            sock.close()
+            failures.append(exc)
+            continue
+        except BaseException:
+            sock.close()
+            raise
+        return sock
+    if len(failures) == 1 or all(str(exc) == str(failures[0]) for exc in failures):
+        raise failures[0]
+    msg = f"Multiple exceptions: {', '.join(str(exc) for exc in failures)}"
+    raise OSError(msg)
 
 
 @final
@@ -209,6 +384,8 @@ class ProbeClient:
         self._users: dict[tuple[str, str, int], int] = {}
         self._closing: set[asyncio.Future[None]] = set()
         self._closed = False
+        #: Plain connections are sockets the loop watches, unless the loop cannot.
+        self._watch_sockets = True
 
     async def __aenter__(self) -> ProbeClient:
         return self
@@ -246,11 +423,8 @@ class ProbeClient:
 
     def _discard(self, connection: _Connection) -> None:
         """Close ``connection``; :meth:`aclose` waits until its socket is closed."""
-        connection.broken = True
-        if connection.transport is not None:
-            connection.transport.close()
-        closed = connection.closed
-        if not closed.done():
+        closed = connection.close()
+        if closed is not None:
             self._closing.add(closed)
             closed.add_done_callback(self._closing.discard)
 
@@ -279,16 +453,27 @@ class ProbeClient:
     async def _connect(self, address: ServerAddress) -> _Connection:
         loop = asyncio.get_running_loop()
         if address.scheme == "https":
-            _, connection = await loop.create_connection(
-                _Connection,
+            _, tls = await loop.create_connection(
+                _TransportConnection,
                 address.host,
                 address.port,
                 ssl=self._ssl_context(),
                 server_hostname=address.host,
             )
-        else:
-            _, connection = await loop.create_connection(_Connection, address.host, address.port)
-        return connection
+            return tls
+        sock = await _open_socket(loop, address.host, address.port)
+        if self._watch_sockets:
+            try:
+                return _SocketConnection(loop, sock)
+            except NotImplementedError:
+                # A loop that cannot watch sockets (Windows' proactor): transports.
+                self._watch_sockets = False
+        try:
+            _, plain = await loop.create_connection(_TransportConnection, sock=sock)
+        except BaseException:
+            sock.close()
+            raise
+        return plain
 
     async def get(
         self,
@@ -326,7 +511,7 @@ class ProbeClient:
     ) -> Reply:
         """One request and its answer on ``connection``; the connection is kept for the
         next request only when the answer ended cleanly and may be followed by another."""
-        if not connection.intact() or connection.transport is None:
+        if not connection.intact():
             self._discard(connection)
             raise _StaleConnectionError
         reader = ResponseReader(max_head_bytes=MAX_HEAD_BYTES, max_body_bytes=max_body_bytes)
@@ -334,7 +519,7 @@ class ProbeClient:
         connection.reader = reader
         connection.waiter = waiter
         try:
-            connection.transport.write(request)
+            connection.send(request)
             await waiter
             return Reply(reader.status, reader.headers, reader.body, too_large=reader.too_large)
         finally:
