@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from vllm_evidence._scrub import REDACTED, SHORT_SECRET, remember, scrub, scrub_body
@@ -94,6 +94,7 @@ _PIECES = (
     "\u017f",  # long s: matches "s"
     "\u212a",  # Kelvin sign: matches "k"
     "\u202e",
+    "=" * 40,  # two of these: past the count where the words are searched one by one
 )
 
 
@@ -120,6 +121,27 @@ def _every_pattern(text: str, form: str) -> str:
 def test_the_word_shortcut_changes_no_output(pieces: list[str], form: str) -> None:
     text = "".join(pieces)
     assert scrub(text, form=form) == _every_pattern(text, form)  # type: ignore[arg-type]
+
+
+@settings(max_examples=1000, deadline=None)
+@given(st.text(alphabet=st.characters(exclude_categories=())))
+def test_printability_is_read_from_the_folded_bytes_as_from_the_text(text: str) -> None:
+    from vllm_evidence._scrub import _folded, _printable
+
+    assert _printable(_folded(text)) == text.isprintable()
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from([b"=", b"key", b"token", b"x", b"pwd", b"=="]), max_size=80))
+@example([b"="] * 70 + [b"token", b"="])
+@example([b"="] * 70 + [b"token"])
+def test_secret_parameter_words_are_found_however_many_equals_there_are(
+    pieces: list[bytes],
+) -> None:
+    from vllm_evidence._scrub import _PARAM_WORDS, _has_param_word
+
+    lower = b"".join(pieces)
+    assert _has_param_word(lower) == any(word in lower for word in _PARAM_WORDS)
 
 
 @pytest.mark.parametrize(

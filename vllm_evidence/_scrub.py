@@ -135,8 +135,8 @@ def scrub(
             text = text.replace(secret, REDACTED)
         elif secret in text:
             text = _short_re(secret).sub(REDACTED, text)
-    text = _credential_shapes(text)
-    if text.isprintable():
+    text, lower = _credential_shapes(text)
+    if text.isprintable() if len(text) < _LONG else _printable(lower):
         # Every character either form escapes (C0, DEL, C1, format characters, line and
         # paragraph separators, surrogates) is non-printable: nothing to escape.
         return text
@@ -145,6 +145,24 @@ def scrub(
     if form == "json":
         return _JSON_RAW_RE.sub(_json_escape, text)
     return text
+
+
+#: From this length on, printability is read by :func:`_printable` (cheaper on long
+#: text, dearer on a header value).
+_LONG: Final = 256
+#: Printable ASCII: what :func:`_printable` takes out before looking at the rest.
+_PRINTABLE_ASCII: Final = bytes(range(0x20, 0x7F))
+
+
+def _printable(folded: bytes) -> bool:
+    """Whether the text :func:`_folded` made ``folded`` of is printable
+    (:meth:`str.isprintable`).  Printable ASCII, nearly all of any text here, is taken
+    out first (one table pass, ~6x cheaper than ``isprintable`` on 15 KB); what is left
+    is ASCII controls and whole UTF-8 sequences, looked at as characters.  Folding and
+    lower-casing map printable letters to printable letters, so the answer is the
+    text's own."""
+    rest = folded.translate(None, _PRINTABLE_ASCII)
+    return not rest or rest.decode("utf-8", "surrogatepass").isprintable()
 
 
 #: The words each credential pattern cannot match without (lower case): a pattern runs
@@ -168,8 +186,9 @@ def _folded(text: str) -> bytes:
     return text.encode("utf-8", "surrogatepass").lower()
 
 
-def _credential_shapes(text: str) -> str:
-    """URL userinfo, authorization headers, bearer/basic tokens, secret parameters → ***."""
+def _credential_shapes(text: str) -> tuple[str, bytes]:
+    """URL userinfo, authorization headers, bearer/basic tokens, secret parameters → ***;
+    returns the text and its :func:`_folded` bytes."""
     if "://" in text and "@" in text:
         text = _USERINFO_RE.sub(rf"\1{REDACTED}@", text)
     lower = _folded(text)
@@ -179,9 +198,29 @@ def _credential_shapes(text: str) -> str:
     if b"bearer" in lower or b"basic" in lower:
         text = _SCHEME_TOKEN_RE.sub(rf"\1 {REDACTED}", text)
         lower = _folded(text)
-    if "=" in text and any(word in lower for word in _PARAM_WORDS):
+    if "=" in text and _has_param_word(lower):
         text = _PARAM_RE.sub(rf"\1{REDACTED}", text)
-    return text
+        lower = _folded(text)
+    return text, lower
+
+
+#: Past this many ``=``, :func:`_has_param_word` searches for each word instead.
+_MANY_EQUALS: Final = 64
+
+
+def _has_param_word(lower: bytes) -> bool:
+    """Whether one of :data:`_PARAM_WORDS` is in ``lower``.  Each word ends with ``=``,
+    of which a rendered text has few: the words are looked for where each ``=`` ends
+    (seven substring searches of a 15 KB document cost ~50 us, as its first letters
+    are common); a text of many ``=`` is searched word by word, as before."""
+    if lower.count(b"=") > _MANY_EQUALS:
+        return any(word in lower for word in _PARAM_WORDS)
+    at = lower.find(b"=")
+    while at != -1:
+        if lower.endswith(_PARAM_WORDS, 0, at + 1):
+            return True
+        at = lower.find(b"=", at + 1)
+    return False
 
 
 def scrub_body(body: bytes, *, secrets: Iterable[str] = ()) -> bytes:
