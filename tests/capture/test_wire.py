@@ -39,6 +39,9 @@ class _UnwatchingLoop(asyncio.SelectorEventLoop):
     def add_reader(self, *args: object) -> None:
         raise NotImplementedError
 
+    def add_writer(self, *args: object) -> None:
+        raise NotImplementedError
+
 
 def _run_unwatching(main: Awaitable[T]) -> T:
     with asyncio.Runner(loop_factory=_UnwatchingLoop) as runner:

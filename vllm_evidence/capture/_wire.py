@@ -328,9 +328,13 @@ def _literal_address(host: str, port: int) -> list[tuple[int, tuple[Any, ...]]]:
     return [(socket.AF_INET6, (host, port, 0, 0))]
 
 
-async def _open_socket(loop: asyncio.AbstractEventLoop, host: str, port: int) -> socket.socket:
+async def _open_socket(
+    loop: asyncio.AbstractEventLoop, host: str, port: int, *, watch: bool
+) -> socket.socket:
     """A connected non-blocking TCP socket to ``host``: each address it resolves to is
-    tried in turn, failing as :meth:`asyncio.loop.create_connection` fails."""
+    tried in turn, failing as :meth:`asyncio.loop.create_connection` fails.  ``watch``:
+    wait for the connection by watching the socket (:func:`_connect_watched`); raises
+    :class:`NotImplementedError` where the loop cannot."""
     addresses = _literal_address(host, port)
     if not addresses:
         resolved = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
@@ -343,7 +347,10 @@ async def _open_socket(loop: asyncio.AbstractEventLoop, host: str, port: int) ->
         sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         try:
             sock.setblocking(False)  # noqa: FBT003 - the socket API
-            await loop.sock_connect(sock, address)
+            if watch:
+                await _connect_watched(loop, sock, address)
+            else:
+                await loop.sock_connect(sock, address)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         except OSError as exc:
             sock.close()
@@ -357,6 +364,36 @@ async def _open_socket(loop: asyncio.AbstractEventLoop, host: str, port: int) ->
         raise failures[0]
     msg = f"Multiple exceptions: {', '.join(str(exc) for exc in failures)}"
     raise OSError(msg)
+
+
+async def _connect_watched(
+    loop: asyncio.AbstractEventLoop, sock: socket.socket, address: tuple[Any, ...]
+) -> None:
+    """Connect ``sock``, waiting until it is writable: what ``loop.sock_connect`` does
+    (with the same error), without its second address check, callback partials and
+    done-callbacks (a tenth of a fleet probe's CPU went there)."""
+    fd = sock.fileno()
+    writable: asyncio.Future[None] = loop.create_future()
+    # Watched before connecting: a loop that cannot watch sockets says so before a
+    # connection is attempted.
+    loop.add_writer(fd, _settle, writable)
+    try:
+        try:
+            sock.connect(address)
+        except (BlockingIOError, InterruptedError):
+            await writable
+        else:
+            return
+    finally:
+        loop.remove_writer(fd)
+    error = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+    if error:
+        raise OSError(error, f"Connect call failed {address}")
+
+
+def _settle(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
 
 
 @final
@@ -461,13 +498,18 @@ class ProbeClient:
                 server_hostname=address.host,
             )
             return tls
-        sock = await _open_socket(loop, address.host, address.port)
         if self._watch_sockets:
+            watched: socket.socket | None = None
             try:
-                return _SocketConnection(loop, sock)
+                watched = await _open_socket(loop, address.host, address.port, watch=True)
+                return _SocketConnection(loop, watched)
             except NotImplementedError:
-                # A loop that cannot watch sockets (Windows' proactor): transports.
+                # A loop that cannot watch sockets (Windows' proactor): transports
+                # from now on (a socket already connected is closed: a new one below).
                 self._watch_sockets = False
+                if watched is not None:
+                    watched.close()
+        sock = await _open_socket(loop, address.host, address.port, watch=False)
         try:
             _, plain = await loop.create_connection(_TransportConnection, sock=sock)
         except BaseException:
