@@ -8,6 +8,7 @@ import shutil
 import socket
 import subprocess
 import sys
+from contextlib import ExitStack
 from pathlib import Path
 
 import pytest
@@ -276,6 +277,70 @@ def test_fleet_marks_an_unreachable_server() -> None:
         out = _run("probe", door.url, dead, "--timeout", "2")
     assert out.returncode == 0
     assert "cannot read" in out.stdout
+
+
+def _probe_within_files(limit: int, *args: str) -> subprocess.CompletedProcess[str]:
+    """``probe`` in a process whose open-file limit (soft and hard) is ``limit``."""
+    code = (
+        "import resource, runpy, sys\n"
+        f"resource.setrlimit(resource.RLIMIT_NOFILE, ({limit}, {limit}))\n"
+        "sys.argv = ['vllm-evidence', *sys.argv[1:]]\n"
+        "runpy.run_module('vllm_evidence', run_name='__main__')\n"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code, "probe", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        env={**os.environ, "NO_COLOR": "1"},
+    )
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no per-process open-file limit")
+def test_a_fleet_past_the_open_file_limit_is_read_at_a_concurrency_that_fits() -> None:
+    """Six sockets a server: 40 servers at once need 240 files, past a limit of 128.
+    Every server is still read (none reported unreachable for a want of files here),
+    and stderr says the concurrency was lowered and why."""
+    with ExitStack() as stack:
+        doors = [stack.enter_context(serve_capture(REAL)) for _ in range(40)]
+        out = _probe_within_files(128, *(d.url for d in doors), "--json", "--concurrency", "40")
+    assert out.returncode == 0, out.stderr
+    docs = [json.loads(line) for line in out.stdout.splitlines()]
+    assert sorted(d["target"] for d in docs) == sorted(d.url for d in doors)
+    assert not [d for d in docs if "error" in d]
+    (note,) = out.stderr.splitlines()
+    assert "--concurrency 40 lowered to 10" in note  # (128 - 64 reserved) // 6
+    assert "ulimit -n" in note
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no per-process open-file limit")
+def test_a_fleet_within_the_open_file_limit_keeps_its_concurrency() -> None:
+    with serve_capture(REAL) as a, serve_capture(REAL) as b:
+        out = _probe_within_files(128, a.url, b.url, "--json", "--concurrency", "10")
+    assert out.returncode == 0, out.stderr
+    assert out.stderr == ""
+    assert len(out.stdout.splitlines()) == 2
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no per-process open-file limit")
+def test_a_short_soft_file_limit_is_raised_toward_the_hard_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import resource
+
+    from vllm_evidence._cli._fleet import concurrency_within_file_limit
+
+    limits = [(256, 4096)]
+    monkeypatch.setattr(resource, "getrlimit", lambda _: limits[-1])
+    monkeypatch.setattr(resource, "setrlimit", lambda _, pair: limits.append(pair))
+    assert concurrency_within_file_limit(100) == 100
+    assert limits[-1] == (100 * 6 + 64, 4096)  # raised as far as needed, no further
+    limits[:] = [(256, 300)]
+    assert concurrency_within_file_limit(100) == (300 - 64) // 6  # the hard limit binds
+    assert limits[-1] == (300, 300)
+    limits[:] = [(resource.RLIM_INFINITY, resource.RLIM_INFINITY)]
+    assert concurrency_within_file_limit(10_000) == 10_000
 
 
 def test_save_then_explain_round_trip(tmp_path: Path) -> None:

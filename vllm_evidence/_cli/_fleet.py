@@ -230,11 +230,61 @@ class _Fleet:
             self.rows.append((index, fleet_cells(target, result)))
 
 
+#: Files kept free for everything but the probes' sockets: stdio, the saved capture's
+#: files, a module imported late.
+_RESERVED_FILES = 64
+
+
+def concurrency_within_file_limit(concurrency: int) -> int:
+    """The ``--concurrency`` this process's open-file limit allows.
+
+    Each server read at once holds up to :data:`CONNECTIONS_PER_PROBE` sockets: past the
+    limit (1,024 on many systems) a socket cannot be opened, and a server would be
+    reported unreachable for a want of files here.  The soft limit is raised toward the
+    hard one when short; what still does not fit lowers the concurrency.
+    """
+    from vllm_evidence.capture.http import CONNECTIONS_PER_PROBE
+
+    try:
+        import resource
+    except ImportError:  # pragma: no cover - Windows: no per-process descriptor limit
+        return concurrency
+    needed = concurrency * CONNECTIONS_PER_PROBE + _RESERVED_FILES
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return concurrency
+    wanted = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+    if wanted > soft:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
+        except (ValueError, OSError):
+            pass
+        else:
+            soft = wanted
+    room = (soft - _RESERVED_FILES) // CONNECTIONS_PER_PROBE
+    return max(1, min(concurrency, room))
+
+
 def run_fleet(
     urls: list[str], args: argparse.Namespace, key: str | None, sign_key: bytes | None
 ) -> int:
     import asyncio
 
+    # What every result needs, imported before any socket is open: an import mid-run
+    # needs a free file too.
+    import vllm_evidence.assessment
+    import vllm_evidence.output.assessment
+    import vllm_evidence.output.report
+    import vllm_evidence.readback  # noqa: F401
+
+    allowed = concurrency_within_file_limit(min(args.concurrency, len(urls)))
+    if allowed < min(args.concurrency, len(urls)):
+        sys.stderr.write(
+            f"{PROG}: note: --concurrency {args.concurrency} lowered to {allowed}: this "
+            "process may not open more files (ulimit -n); raise that limit to read more "
+            "servers at once\n"
+        )
+        args.concurrency = allowed
     if args.save:
         try:
             Path(args.save).mkdir(exist_ok=True)

@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     import httpx
 
 __all__ = [
+    "CONNECTIONS_PER_PROBE",
     "DEFAULT_DEADLINE_S",
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_TIMEOUT_S",
@@ -60,6 +61,10 @@ DEFAULT_TIMEOUT_S: Final = 10.0
 DEFAULT_DEADLINE_S: Final = 30.0
 
 _CORE_ROUTES = (Route.VERSION, Route.MODELS, Route.HEALTH)
+#: The most connections (sockets) one :func:`probe` holds at once: the routes read
+#: between the two ``/metrics`` reads, each on its own connection.  A fleet of N probes
+#: at once may hold N times this many.
+CONNECTIONS_PER_PROBE: Final = len(PROBE_ROUTES) - 1
 
 
 def _target_parts(target: str) -> tuple[str, str]:
@@ -260,7 +265,9 @@ def new_client(*, verify: bool | str | ssl.SSLContext = True) -> ProbeClient:
     CA file is read here (an :class:`InputError` if it cannot be); the SSL context is
     built once, on the first ``https`` target, however many servers are read.  A server's
     connections are closed when the last :func:`probe` of it through this client ends, so
-    what is open is bounded by how many servers are read at once.  The client carries no
+    what is open is bounded by how many servers are read at once
+    (:data:`CONNECTIONS_PER_PROBE` sockets each: keep that many within the process's
+    open-file limit).  The client carries no
     API key (each request carries its own), keeps no cookie, follows no redirect and
     reads no proxy or certificate settings from the environment; each :func:`probe`
     bounds its own requests.  Close it (``async with``) when done.
