@@ -15,54 +15,55 @@ import re
 
 _OPEN = {"(": ")", "[": "]", "{": "}"}
 _CLOSE = frozenset(_OPEN.values())
-#: Inside quotes only the closing quote and a backslash matter.
-_IN_QUOTE = {q: re.compile(f"[\\\\{q}]") for q in "'\""}
+#: A quoted string's body after its opening quote: a backslash takes the next character
+#: whatever it is.
+_QUOTED_BODY = {q: f"[^\\\\{q}]*+(?:\\\\.[^\\\\{q}]*+)*+" for q in "'\""}
 
 
 @functools.lru_cache(maxsize=8)
-def _significant(sep: str) -> re.Pattern[str]:
-    """The characters the scan acts on outside quotes: quotes, brackets, ``<``/``>`` and
-    ``sep``.  Every other character passes unchanged, so the scan jumps over runs of
-    them (a config string is mostly such runs)."""
-    return re.compile("[" + re.escape("'\"()[]{}<>" + sep) + "]")
+def _passing(sep: str) -> re.Pattern[str]:
+    """What the scan passes over without acting: runs of characters other than quotes,
+    brackets, ``<``, ``>`` and ``sep``, and whole quoted strings.  It stops at the next
+    character the scan acts on (or at a quote that never closes).  Inside brackets
+    ``sep`` does not split and is passed over too (``_passing("")``).  Possessive, and
+    each alternative begins with its own characters: linear on any text."""
+    plain = "[^" + re.escape("'\"()[]{}<>" + sep) + "]++"
+    quoted = "|".join(f"{q}{body}{q}" for q, body in _QUOTED_BODY.items())
+    return re.compile(f"(?:{plain}|{quoted})*+", re.DOTALL)
 
 
 def _scan(text: str, sep: str) -> tuple[list[str], str | None]:
-    """The pieces of ``text`` between top-level ``sep``, and the first damage seen."""
+    """The pieces of ``text`` between top-level ``sep``, and the first damage seen.
+
+    One step per bracket, enum repr and top-level ``sep``: a config string is mostly
+    plain runs and quoted strings, each passed over by one match."""
     stack: list[str] = []
-    quote: str | None = None
     damage: str | None = None
     pieces: list[str] = []
     start = 0
     n = len(text)
-    significant = _significant(sep).search
-    found = significant(text, 0)
-    while found is not None:
-        i = found.start()
-        c = text[i]
-        if quote is not None:
-            if c == "\\":
-                found = _IN_QUOTE[quote].search(text, i + 2)
-                continue
-            quote = None  # the closing quote
-        elif c in "'\"":
-            quote = c
-            found = _IN_QUOTE[c].search(text, i + 1)
-            continue
-        elif c in _OPEN:
+    outside = _passing(sep).match
+    inside = _passing("").match
+    at = outside(text, 0).end()
+    while at < n:
+        c = text[at]
+        after = at + 1
+        if c in "'\"":
+            # A quote passed over only when it closes: this one never does.
+            damage = damage or "unterminated quoted string"
+            break
+        if c in _OPEN:
             stack.append(_OPEN[c])
-        elif c == "<" and i + 1 < n and text[i + 1].isalpha():
+        elif c == "<" and after < n and text[after].isalpha():
             stack.append(">")
         elif stack and c == stack[-1]:
             stack.pop()
         elif c in _CLOSE:
-            damage = damage or f"unbalanced {c!r} at offset {i}"
+            damage = damage or f"unbalanced {c!r} at offset {at}"
         elif c == sep and not stack:
-            pieces.append(text[start:i])
-            start = i + 1
-        found = significant(text, i + 1)
-    if quote is not None:
-        damage = damage or "unterminated quoted string"
+            pieces.append(text[start:at])
+            start = after
+        at = (inside if stack else outside)(text, after).end()
     if stack:
         damage = damage or f"unclosed bracket, expected {stack[-1]!r}"
     pieces.append(text[start:])
