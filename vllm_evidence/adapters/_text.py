@@ -44,7 +44,9 @@ def _scan(text: str, sep: str) -> tuple[list[str], str | None]:
     n = len(text)
     outside = _passing(sep).match
     inside = _passing("").match
-    at = outside(text, 0).end()
+    # The passing patterns match the empty string: a match is never None.
+    found = outside(text, 0)
+    at = found.end() if found else 0
     while at < n:
         c = text[at]
         after = at + 1
@@ -63,7 +65,8 @@ def _scan(text: str, sep: str) -> tuple[list[str], str | None]:
         elif c == sep and not stack:
             pieces.append(text[start:at])
             start = after
-        at = (inside if stack else outside)(text, after).end()
+        found = (inside if stack else outside)(text, after)
+        at = found.end() if found else after
     if stack:
         damage = damage or f"unclosed bracket, expected {stack[-1]!r}"
     pieces.append(text[start:])
