@@ -75,3 +75,11 @@ def test_the_written_version_is_the_package_version() -> None:
     pyproject = Path(__file__).resolve().parents[2] / "pyproject.toml"
     declared = tomllib.loads(pyproject.read_text(encoding="utf-8"))["project"]["version"]
     assert VERSION == declared == version("vllm-evidence")
+
+
+def test_a_command_other_than_demo_loads_no_package_resources() -> None:
+    """``demo`` reads its scenarios as package resources; registering it with the parser
+    loads nothing for that (importlib.resources brings tempfile, random, bz2, lzma...)."""
+    modules = _modules("laws", "--json")
+    assert "vllm_evidence._cli.demo" in modules  # registered with the parser
+    assert "importlib.resources" not in modules

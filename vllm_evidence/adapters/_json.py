@@ -23,6 +23,13 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(msg)
 
 
+#: One decoder for every body: ``json.loads`` with hooks builds a decoder (and its
+#: scanner) at each call.
+_DECODER = json.JSONDecoder(
+    parse_int=JsonNumber, parse_float=JsonNumber, parse_constant=_reject_constant
+)
+
+
 def loads_exact(body: bytes) -> Any | ValueError:
     """Decode ``body`` as UTF-8 JSON with numbers kept as :class:`JsonNumber`.
 
@@ -33,12 +40,10 @@ def loads_exact(body: bytes) -> Any | ValueError:
     except UnicodeDecodeError as exc:
         return ValueError(f"not UTF-8 ({exc.reason} at byte {exc.start})")
     try:
-        return json.loads(
-            text,
-            parse_int=JsonNumber,
-            parse_float=JsonNumber,
-            parse_constant=_reject_constant,
-        )
+        if text.startswith("\ufeff"):  # as json.loads refuses it
+            msg = "Unexpected UTF-8 BOM (decode using utf-8-sig)"
+            raise json.JSONDecodeError(msg, text, 0)
+        return _DECODER.decode(text)
     except ValueError as exc:
         return ValueError(f"not JSON ({exc})")
     except RecursionError:
