@@ -29,6 +29,7 @@ error text quotes more than a short prefix of what the server sent.
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Final, final
 
@@ -61,6 +62,12 @@ _FIELD_VCHAR = rb"[^\x00\s]"
 _FIELD_VALUE = rb"(?:" + _FIELD_VCHAR + rb"+(?:[ \t]+" + _FIELD_VCHAR + rb"+)*)?"
 _STATUS_LINE = re.compile(rb"HTTP/([0-9]\.[0-9]) ([0-9]{3})(?: (?:[ \t]|" + _FIELD_VCHAR + rb")*)?")
 _HEADER_LINE = re.compile(rb"(" + _TOKEN + rb"):[ \t]*(" + _FIELD_VALUE + rb")[ \t]*")
+#: A head as nearly every server writes it: the status line and each header line ended
+#: by CRLF, no line folded.  Read by two matches; any other head line by line.
+_PLAIN_HEAD = re.compile(
+    _STATUS_LINE.pattern + rb"\r\n((?:" + _HEADER_LINE.pattern + rb"\r\n)*)\r\n"
+)
+_PLAIN_FIELD = re.compile(_HEADER_LINE.pattern + rb"\r\n")
 _REQUEST_NAME = re.compile(_TOKEN)
 _REQUEST_VALUE = re.compile(_FIELD_VALUE)
 _CHUNK_HEADER = re.compile(rb"([0-9A-Fa-f]{1,20})(?:;.*)?[ \t]*\r\n")
@@ -95,19 +102,32 @@ def request_bytes(path: str, authority: str, headers: list[tuple[str, str]]) -> 
     """A GET of ``path`` with ``Host: authority`` then ``headers``, as bytes, by the same
     grammar the answers are read with; :class:`LocalProtocolError` (quoting nothing: a
     value can be a credential) for a header that would not be one header line."""
-    lines = [f"GET {path} HTTP/1.1", f"Host: {authority}"]
-    lines += [f"{name}: {value}" for name, value in headers]
     try:
-        wire = [line.encode("ascii") for line in lines]
+        line = f"GET {path} HTTP/1.1\r\nHost: {authority}\r\n".encode("ascii")
     except UnicodeEncodeError:
         msg = "illegal request header: not ASCII (its value is not shown)"
         raise LocalProtocolError(msg) from None
-    for line in wire[2:]:
-        name, _, value = line.partition(b": ")
-        if not _REQUEST_NAME.fullmatch(name) or not _REQUEST_VALUE.fullmatch(value):
+    return line + _header_block(tuple(headers))
+
+
+@functools.lru_cache(maxsize=16)
+def _header_block(headers: tuple[tuple[str, str], ...]) -> bytes:
+    """``headers`` as header lines and the blank line, each checked.  Cached: every
+    request of a probe (of a fleet, as a rule) carries the same headers."""
+    wire: list[bytes] = []
+    for name, value in headers:
+        try:
+            encoded = f"{name}: {value}".encode("ascii")
+        except UnicodeEncodeError:
+            msg = "illegal request header: not ASCII (its value is not shown)"
+            raise LocalProtocolError(msg) from None
+        wire.append(encoded)
+    for line in wire:
+        wire_name, _, wire_value = line.partition(b": ")
+        if not _REQUEST_NAME.fullmatch(wire_name) or not _REQUEST_VALUE.fullmatch(wire_value):
             msg = "illegal request header (its value is not shown)"
             raise LocalProtocolError(msg)
-    return b"\r\n".join(wire) + b"\r\n\r\n"
+    return b"".join(line + b"\r\n" for line in wire) + b"\r\n"
 
 
 def _quote(data: bytes | bytearray) -> str:
@@ -367,14 +387,23 @@ class ResponseReader:
         end = self._find_lines_end()
         if end < 0:
             return False
-        lines = _lines(bytes(buffer[start:end]))
+        head = bytes(buffer[start:end])
         self._consume(end - start)
-        status = _STATUS_LINE.fullmatch(lines[0])
-        if status is None:
-            msg = f"illegal status line: {_quote(lines[0])}"
-            raise RemoteProtocolError(msg)
-        fields = _normalized(_header_fields(lines[1:]))
-        code = int(status.group(2))
+        plain = _PLAIN_HEAD.fullmatch(head)
+        if plain is not None:
+            version, code_text = plain.group(1), plain.group(2)
+            fields = _normalized(
+                [(name.lower(), value) for name, value in _PLAIN_FIELD.findall(plain.group(3))]
+            )
+        else:
+            lines = _lines(head)
+            status = _STATUS_LINE.fullmatch(lines[0])
+            if status is None:
+                msg = f"illegal status line: {_quote(lines[0])}"
+                raise RemoteProtocolError(msg)
+            version, code_text = status.group(1), status.group(2)
+            fields = _normalized(_header_fields(lines[1:]))
+        code = int(code_text)
         if code < 200:
             self._informational += 1
             if self._informational > MAX_INFORMATIONAL:
@@ -383,7 +412,7 @@ class ResponseReader:
             return True  # informational: read the next head
         self.status = code
         self.headers = _decoded(fields)
-        self._keep_alive = status.group(1) >= b"1.1" and b"close" not in _comma_values(
+        self._keep_alive = version >= b"1.1" and b"close" not in _comma_values(
             fields, b"connection"
         )
         length = next((value for name, value in fields if name == b"content-length"), None)
