@@ -274,8 +274,10 @@ def run_fleet(
     # needs a free file too.
     import vllm_evidence.assessment
     import vllm_evidence.output.assessment
-    import vllm_evidence.output.report
-    import vllm_evidence.readback  # noqa: F401
+    import vllm_evidence.readback
+
+    if not args.json:
+        import vllm_evidence.output.report  # noqa: F401  # the table's rows
 
     allowed = concurrency_within_file_limit(min(args.concurrency, len(urls)))
     if allowed < min(args.concurrency, len(urls)):
