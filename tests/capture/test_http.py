@@ -662,3 +662,42 @@ def test_a_probe_on_uvloop_reads_the_batch_a_probe_on_asyncio_reads() -> None:
 
     assert seen(on_uvloop) == seen(standard)
     assert {e.transport for e in on_uvloop.all_exchanges()} == {Transport.ANSWERED}
+
+
+@pytest.mark.parametrize("development_routes", [True, False])
+def test_a_probe_holds_at_most_connections_per_probe_sockets_at_once(
+    development_routes: bool,
+) -> None:
+    """What the fleet's open-file arithmetic rests on: one probe never has more than
+    CONNECTIONS_PER_PROBE connections open at once (with every route, exactly that
+    many while the routes between the two /metrics reads are in flight)."""
+    from vllm_evidence.capture.http import CONNECTIONS_PER_PROBE
+
+    open_now = most = 0
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal open_now, most
+        open_now += 1
+        most = max(most, open_now)
+        try:
+            while await reader.readuntil(b"\r\n\r\n"):
+                await asyncio.sleep(0.05)  # every route in flight at once
+                writer.write(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n")
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            open_now -= 1
+            writer.close()
+
+    async def run() -> CaptureBatch:
+        server = await asyncio.start_server(handle, "127.0.0.1", 0)
+        port = server.sockets[0].getsockname()[1]
+        async with server:
+            return await probe(f"http://127.0.0.1:{port}", development_routes=development_routes)
+
+    batch = asyncio.run(asyncio.wait_for(run(), 30))
+    assert {e.status for e in batch.all_exchanges()} == {404}
+    middle = len(PROBE_ROUTES) - 1 if development_routes else 3
+    assert most == middle
+    assert most <= CONNECTIONS_PER_PROBE
