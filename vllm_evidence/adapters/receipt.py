@@ -24,7 +24,6 @@ import cattrs
 
 from vllm_evidence._converter import converter
 from vllm_evidence._seal import Reduction, Sealed, minter
-from vllm_evidence.capture.process import scrub_argv
 from vllm_evidence.errors import InputError
 
 __all__ = [
@@ -152,7 +151,7 @@ def parse_launch_receipt(data: bytes, where: str = "<bytes>") -> LaunchReceipt:
         pid=record.pid,
         process_start_seconds=start,
         start_time_unavailable=record.start_time_unavailable,
-        argv=tuple(scrub_argv(record.argv)),  # a hand-written receipt may carry a key
+        argv=tuple(_scrub_argv(record.argv)),  # a hand-written receipt may carry a key
         host=record.host,
         log_path=record.log_path,
         log_bytes=record.log_bytes,
@@ -172,3 +171,10 @@ def read_launch_receipt(path: str | Path) -> LaunchReceipt:
             str(path), f"cannot be read ({exc.strerror or type(exc).__name__})"
         ) from None
     return parse_launch_receipt(data, str(path))
+
+
+def _scrub_argv(argv: list[str]) -> list[str]:
+    # Imported here: reading an assessment without a receipt never loads the launcher.
+    from vllm_evidence.capture.process import scrub_argv
+
+    return scrub_argv(argv)

@@ -12,9 +12,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
 
-from vllm_evidence.capture.directory import BareBodies, read
 from vllm_evidence.readback.evidence import Evidence, FrontDoor, Source, SourceKind
 from vllm_evidence.readback.front_door import (
     Bracket,
@@ -23,6 +22,9 @@ from vllm_evidence.readback.front_door import (
     historical_bundle,
     readback_from_batch,
 )
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 __all__ = [
     "Bracket",
@@ -51,6 +53,9 @@ def load(
     bodies as a historical bundle.  :func:`vllm_evidence.capture.directory.read_capture`
     also says what vouches for the bytes.
     """
+    # Here, not at import: a probe that saves nothing never loads the directory code.
+    from vllm_evidence.capture.directory import BareBodies, read
+
     bytes_read = read(directory, bodies=bodies, verify_key=verify_key)
     if isinstance(bytes_read, BareBodies):
         return historical_bundle(bytes_read.bodies, statuses=bytes_read.statuses)

@@ -16,8 +16,9 @@ Split the way ``packaging`` splits its tokenizer, parser and public types:
 
 from __future__ import annotations
 
-from vllm_evidence.adapters.startup_log._grammar import KEYWORDS, KEYWORDS_BYTES_RE
-from vllm_evidence.adapters.startup_log._lexer import split_top_level
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from vllm_evidence.adapters.startup_log.launch import Launch, StartupLog
 from vllm_evidence.adapters.startup_log.observations import (
     AvailableMemoryObservation,
@@ -38,8 +39,12 @@ from vllm_evidence.adapters.startup_log.observations import (
     VersionObservation,
     VersionSource,
 )
-from vllm_evidence.adapters.startup_log.reader import keyword_line_starts, read_startup_log
-from vllm_evidence.capture.log import LogReadFailure, LogReadFailureReason
+
+if TYPE_CHECKING:
+    from vllm_evidence.adapters.startup_log._grammar import KEYWORDS, KEYWORDS_BYTES_RE
+    from vllm_evidence.adapters.startup_log._lexer import split_top_level
+    from vllm_evidence.adapters.startup_log.reader import keyword_line_starts, read_startup_log
+    from vllm_evidence.capture.log import LogReadFailure, LogReadFailureReason
 
 __all__ = [
     "KEYWORDS",
@@ -69,3 +74,28 @@ __all__ = [
     "read_startup_log",
     "split_top_level",
 ]
+
+#: The reader and its grammar, imported on first use: the types above are what the
+#: decisions need, and a probe without a log never loads the log's grammar (its ~30
+#: patterns) or the file reader.
+_LAZY: dict[str, str] = {
+    "KEYWORDS": "vllm_evidence.adapters.startup_log._grammar",
+    "KEYWORDS_BYTES_RE": "vllm_evidence.adapters.startup_log._grammar",
+    "split_top_level": "vllm_evidence.adapters.startup_log._lexer",
+    "keyword_line_starts": "vllm_evidence.adapters.startup_log.reader",
+    "read_startup_log": "vllm_evidence.adapters.startup_log.reader",
+    "LogReadFailure": "vllm_evidence.capture.log",
+    "LogReadFailureReason": "vllm_evidence.capture.log",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        msg = f"module {__name__!r} has no attribute {name!r}"
+        raise AttributeError(msg)
+    return getattr(importlib.import_module(module), name)
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)

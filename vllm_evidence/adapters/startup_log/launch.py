@@ -48,9 +48,6 @@ from vllm_evidence.adapters.startup_log.observations import (
     RouteObservation,
     VersionObservation,
 )
-from vllm_evidence.capture.log import (
-    read_log_bytes,
-)
 from vllm_evidence.measure import TokenCount
 
 __all__ = ["Launch", "StartupLog"]
@@ -212,6 +209,7 @@ class StartupLog(Sealed):
             )
             raise SealedTypeError(msg)
         from vllm_evidence.adapters.startup_log.reader import _startup_log_from_bytes
+        from vllm_evidence.capture.log import read_log_bytes  # the log reader, on demand
 
         data = read_log_bytes(self.source, size_bytes=self.size_bytes, sha256=self.sha256)
         return _startup_log_from_bytes, (

@@ -15,7 +15,6 @@ import attrs
 from packaging.version import Version
 
 from vllm_evidence._seal import Sealed, minter
-from vllm_evidence.adapters.startup_log._lexer import unquote
 from vllm_evidence.measure import BlockCount, Concurrency, GiB, TokenCount
 from vllm_evidence.upstream import (
     ExecutorBackend,
@@ -135,6 +134,8 @@ class NonDefaultArgsObservation(Sealed):
     def model(self) -> str | None:
         """The ``model`` argument without its quotes (a hub id or a local path), or ``None``."""
         printed = self.get("model")
+        from vllm_evidence.adapters.startup_log._lexer import unquote  # the log grammar's
+
         return None if printed is None else (unquote(printed) or printed)
 
 
