@@ -83,3 +83,24 @@ def test_a_command_other_than_demo_loads_no_package_resources() -> None:
     modules = _modules("laws", "--json")
     assert "vllm_evidence._cli.demo" in modules  # registered with the parser
     assert "importlib.resources" not in modules
+
+
+def test_a_probe_without_a_log_or_a_save_loads_no_log_grammar_or_file_code() -> None:
+    """The decisions need the startup log's types, not its reader: a probe with neither
+    a log nor ``--save`` loads no log grammar, log file reader or capture-directory
+    code; given a log, it does."""
+    with serve_capture(REAL) as a, serve_capture(REAL) as b:
+        fleet = _modules("probe", a.url, b.url, "--json")
+        with_log = _modules("probe", a.url, "--startup-log", str(REAL / "startup.log"))
+    unneeded = {
+        "vllm_evidence.adapters.startup_log._grammar",
+        "vllm_evidence.adapters.startup_log.reader",
+        "vllm_evidence.capture.log",
+        "vllm_evidence.capture.directory",
+        "vllm_evidence.capture.process",
+    }
+    assert "vllm_evidence.adapters.startup_log" in fleet  # the types
+    assert not fleet & unneeded, sorted(fleet & unneeded)
+    assert {"vllm_evidence.adapters.startup_log._grammar", "vllm_evidence.capture.log"} <= (
+        with_log
+    )
