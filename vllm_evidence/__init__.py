@@ -14,8 +14,9 @@ See :mod:`vllm_evidence.decisions` for the decision types and
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from vllm_evidence._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from vllm_evidence.assessment import Assessment, Claim, assess, claim_established
@@ -75,14 +76,4 @@ _LAZY: dict[str, str] = {
     "laws_for": "vllm_evidence.upstream",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        msg = f"module 'vllm_evidence' has no attribute {name!r}"
-        raise AttributeError(msg)
-    return getattr(importlib.import_module(module), name)
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, __all__)

@@ -365,19 +365,23 @@ def test_a_request_larger_than_the_socket_takes_at_once_is_sent_whole() -> None:
 # --- connecting ----------------------------------------------------------------------
 
 
+async def _os_error(target: str) -> OSError | None:
+    """What a GET of ``target`` raised, if an :class:`OSError`."""
+    async with ProbeClient() as client:
+        try:
+            await client.get(server_address(target), "/a", HEADERS, max_body_bytes=10)
+        except OSError as exc:
+            return exc
+    return None
+
+
 def test_a_refused_connection_is_an_os_error_naming_the_address() -> None:
-    async def run() -> BaseException | None:
+    async def run() -> OSError | None:
         listener = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
         port = listener.sockets[0].getsockname()[1]
         listener.close()
         await listener.wait_closed()
-        address = server_address(f"http://127.0.0.1:{port}")
-        async with ProbeClient() as client:
-            try:
-                await client.get(address, "/a", HEADERS, max_body_bytes=10)
-            except OSError as exc:
-                return exc
-        return None
+        return await _os_error(f"http://127.0.0.1:{port}")
 
     error = asyncio.run(run())
     assert isinstance(error, ConnectionRefusedError), error
@@ -404,16 +408,7 @@ def test_a_host_name_is_looked_up_and_its_addresses_tried_in_turn() -> None:
 
 
 def test_a_name_that_does_not_resolve_is_an_os_error() -> None:
-    async def run() -> BaseException | None:
-        address = server_address("http://no-such-host.invalid:80")
-        async with ProbeClient() as client:
-            try:
-                await client.get(address, "/a", HEADERS, max_body_bytes=10)
-            except OSError as exc:
-                return exc
-        return None
-
-    assert isinstance(asyncio.run(run()), OSError)
+    assert isinstance(asyncio.run(_os_error("http://no-such-host.invalid:80")), OSError)
 
 
 # --- addresses and TLS ---------------------------------------------------------------

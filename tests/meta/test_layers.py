@@ -19,7 +19,17 @@ PACKAGE = Path(__file__).resolve().parents[2] / "vllm_evidence"
 LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
     (
         "ground",
-        ("_seal", "_bounds", "_scrub", "measure", "errors", "_claims", "_converter", "upstream"),
+        (
+            "_seal",
+            "_bounds",
+            "_lazy",
+            "_scrub",
+            "measure",
+            "errors",
+            "_claims",
+            "_converter",
+            "upstream",
+        ),
     ),
     ("capture", ("capture",)),
     ("adapters", ("adapters",)),

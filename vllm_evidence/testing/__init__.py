@@ -55,8 +55,9 @@ own dependencies; the strategies need hypothesis (the ``test`` extra).
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from vllm_evidence._lazy import lazy_attributes
 
 if TYPE_CHECKING:
     from vllm_evidence.testing._capture import (
@@ -193,14 +194,4 @@ _LAZY: dict[str, str] = {
     "version_bodies": "vllm_evidence.testing.strategies",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        msg = f"module 'vllm_evidence.testing' has no attribute {name!r}"
-        raise AttributeError(msg)
-    return getattr(importlib.import_module(module), name)
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, __all__)

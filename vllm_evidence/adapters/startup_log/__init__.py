@@ -16,9 +16,9 @@ Split the way ``packaging`` splits its tokenizer, parser and public types:
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from vllm_evidence._lazy import lazy_attributes
 from vllm_evidence.adapters.startup_log.launch import Launch, StartupLog
 from vllm_evidence.adapters.startup_log.observations import (
     AvailableMemoryObservation,
@@ -88,14 +88,4 @@ _LAZY: dict[str, str] = {
     "LogReadFailureReason": "vllm_evidence.capture.log",
 }
 
-
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        msg = f"module {__name__!r} has no attribute {name!r}"
-        raise AttributeError(msg)
-    return getattr(importlib.import_module(module), name)
-
-
-def __dir__() -> list[str]:
-    return sorted(__all__)
+__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, __all__)
