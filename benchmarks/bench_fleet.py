@@ -152,6 +152,30 @@ def run_cli(
     return wall, usage.ru_utime + usage.ru_stime, max(peaks, default=0) / 1024, docs
 
 
+def run_cli_start(pythonpath: str | None) -> float:
+    """CPU seconds of the command on two targets that refuse at once: its fixed cost
+    (interpreter, imports, the event loop), apart from any server's."""
+    import socket
+
+    with socket.socket() as probe_port:
+        probe_port.bind(("127.0.0.1", 0))
+        port = probe_port.getsockname()[1]  # closed again before the command runs
+    env = dict(os.environ, NO_COLOR="1")
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    refused = [f"http://127.0.0.1:{port}", f"http://127.0.0.1:{port}/x"]
+    with tempfile.TemporaryDirectory() as elsewhere:
+        child = subprocess.Popen(
+            [sys.executable, "-c", WRAP, "probe", "--json", *refused],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            cwd=elsewhere,
+        )
+        _, _, usage = os.wait4(child.pid, 0)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_sequential(urls: list[str]) -> tuple[float, float, dict[str, dict[str, Any]]]:
     """Wall s, CPU s and documents of probing ``urls`` one after another in-process."""
     from vllm_evidence.assessment import assess
@@ -261,11 +285,13 @@ def main() -> int:
             fleet_s: dict[int, list[float]] = {small: [], large: []}
             fleet_cpu: dict[int, list[float]] = {small: [], large: []}
             rss: list[float] = []
+            start_cpu: list[float] = []
             seq_s, seq_cpu, speedup, growth, other_s, other_vs = [], [], [], [], [], []
             lib_s, lib_cpu, lib_speedup = [], [], []
             other_cpu: list[float] = []
             fleet_docs: list[dict[str, Any]] = []
             for _round in range(args.pairs):
+                start_cpu.append(run_cli_start(args.cli_pythonpath) * 1000)
                 if args.also_pythonpath:
                     wall, cpu, _, _ = run_cli(
                         urls[:small], lists[small], args.concurrency, args.also_pythonpath
@@ -318,6 +344,7 @@ def main() -> int:
         if other_cpu:
             line(f"CPU per server, other tree's fleet of {small} (ms)", other_cpu)
         line("CPU per server, one after another (ms)", seq_cpu)
+        line("CLI fixed cost, 2 refused targets (ms CPU)", start_cpu, fmt="{:9.0f}")
         line("CPU per server, in-process fleet (ms)", lib_cpu)
         print(f"CLI peak RSS (max over runs): {max(rss):.1f} MiB")
         print("every fleet result equals the single probe of that server: yes")
