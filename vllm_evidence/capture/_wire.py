@@ -196,7 +196,7 @@ class _SocketConnection(_Link):
         self._loop = loop
         self._sock: socket.socket | None = sock
         self._fd = sock.fileno()
-        self._unsent = b""
+        self._unsent = bytearray()  # what the socket did not take yet
         loop.add_reader(self._fd, self._read_ready)
 
     def intact(self) -> bool:
@@ -217,7 +217,7 @@ class _SocketConnection(_Link):
             self._ended(exc)
             return
         if sent < len(request):
-            self._unsent = request[sent:]
+            self._unsent += request[sent:]
             self._loop.add_writer(self._fd, self._write_ready)
 
     def _write_ready(self) -> None:
@@ -230,10 +230,10 @@ class _SocketConnection(_Link):
             return
         except OSError as exc:
             self._loop.remove_writer(self._fd)
-            self._unsent = b""
+            self._unsent.clear()
             self._ended(exc)
             return
-        self._unsent = self._unsent[sent:]
+        del self._unsent[:sent]
         if not self._unsent:
             self._loop.remove_writer(self._fd)
 
@@ -265,7 +265,7 @@ class _SocketConnection(_Link):
             self._loop.remove_reader(self._fd)
             if self._unsent:
                 self._loop.remove_writer(self._fd)
-                self._unsent = b""
+                self._unsent.clear()
             sock.close()
 
 
