@@ -35,7 +35,9 @@ examples:
 With several servers, --json prints one line per server as each one finishes (each line
 names its "target"; lines of several runs concatenate into one fleet), and the table
 lists the servers in the order given.  Memory is bounded by --concurrency, not by the
-number of servers.  For a fleet beyond one process, shard the list and run one probe per
+number of servers.  Each server read at once holds up to six connections: a
+--concurrency the open-file limit (ulimit -n) cannot hold is lowered, with a note on
+stderr.  For a fleet beyond one process, shard the list and run one probe per
 shard: split -n l/4 fleet.txt shard. && for f in shard.*; do vllm-evidence probe
 --targets "$f" --json > "$f.jsonl" & done; wait; cat shard.*.jsonl > fleet.jsonl
 
