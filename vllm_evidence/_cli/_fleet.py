@@ -296,8 +296,9 @@ def run_fleet(
         import vllm_evidence.output.report  # noqa: F401  # the table's rows
     _collect_less()
 
-    allowed = concurrency_within_file_limit(min(args.concurrency, len(urls)))
-    if allowed < min(args.concurrency, len(urls)):
+    wanted = min(args.concurrency, len(urls))
+    allowed = concurrency_within_file_limit(wanted)
+    if allowed < wanted:
         sys.stderr.write(
             f"{PROG}: note: --concurrency {args.concurrency} lowered to {allowed}: this "
             "process may not open more files (ulimit -n); raise that limit to read more "

@@ -107,6 +107,9 @@ def _problem(where: str, what: str) -> InputError:
 
 def parse_launch_receipt(data: bytes, where: str = "<bytes>") -> LaunchReceipt:
     """Read a receipt from its bytes; a malformed one is an :class:`InputError` (one line)."""
+    # Imported here: an assessment without a receipt never loads the launcher.
+    from vllm_evidence.capture.process import scrub_argv
+
     if len(data) > RECEIPT_LIMIT:
         raise _problem(where, f"larger than {RECEIPT_LIMIT} bytes; a receipt is small")
     try:
@@ -151,7 +154,7 @@ def parse_launch_receipt(data: bytes, where: str = "<bytes>") -> LaunchReceipt:
         pid=record.pid,
         process_start_seconds=start,
         start_time_unavailable=record.start_time_unavailable,
-        argv=tuple(_scrub_argv(record.argv)),  # a hand-written receipt may carry a key
+        argv=tuple(scrub_argv(record.argv)),  # a hand-written receipt may carry a key
         host=record.host,
         log_path=record.log_path,
         log_bytes=record.log_bytes,
@@ -171,10 +174,3 @@ def read_launch_receipt(path: str | Path) -> LaunchReceipt:
             str(path), f"cannot be read ({exc.strerror or type(exc).__name__})"
         ) from None
     return parse_launch_receipt(data, str(path))
-
-
-def _scrub_argv(argv: list[str]) -> list[str]:
-    # Imported here: reading an assessment without a receipt never loads the launcher.
-    from vllm_evidence.capture.process import scrub_argv
-
-    return scrub_argv(argv)

@@ -98,6 +98,10 @@ def declared_too_large(content_length: str, max_body_bytes: int) -> bool:
     )
 
 
+#: The refusal of a request line or header that is not ASCII (its value may be a key).
+_NOT_ASCII: Final = "illegal request header: not ASCII (its value is not shown)"
+
+
 def request_bytes(path: str, authority: str, headers: list[tuple[str, str]]) -> bytes:
     """A GET of ``path`` with ``Host: authority`` then ``headers``, as bytes, by the same
     grammar the answers are read with; :class:`LocalProtocolError` (quoting nothing: a
@@ -105,8 +109,7 @@ def request_bytes(path: str, authority: str, headers: list[tuple[str, str]]) -> 
     try:
         line = f"GET {path} HTTP/1.1\r\nHost: {authority}\r\n".encode("ascii")
     except UnicodeEncodeError:
-        msg = "illegal request header: not ASCII (its value is not shown)"
-        raise LocalProtocolError(msg) from None
+        raise LocalProtocolError(_NOT_ASCII) from None
     return line + _header_block(tuple(headers))
 
 
@@ -119,8 +122,7 @@ def _header_block(headers: tuple[tuple[str, str], ...]) -> bytes:
         try:
             encoded = f"{name}: {value}".encode("ascii")
         except UnicodeEncodeError:
-            msg = "illegal request header: not ASCII (its value is not shown)"
-            raise LocalProtocolError(msg) from None
+            raise LocalProtocolError(_NOT_ASCII) from None
         wire.append(encoded)
     for line in wire:
         wire_name, _, wire_value = line.partition(b": ")

@@ -244,7 +244,7 @@ def _new_exchange(
     if started_at.tzinfo is None or ended_at.tzinfo is None:
         msg = "exchange timestamps must be timezone-aware"
         raise ValueError(msg)
-    recorded = [(k, v) for k, v in ((k.lower(), v) for k, v in headers) if k in RECORDED_HEADERS]
+    recorded = [(name, v) for k, v in headers if (name := k.lower()) in RECORDED_HEADERS]
     # The values scrubbed as one text first (one pass, not five): a secret or credential
     # shape inside one value is also one in the values joined by newlines (each pattern
     # stops at a newline as at the end of a text), so when the joined text comes back

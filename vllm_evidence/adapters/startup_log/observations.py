@@ -133,9 +133,9 @@ class NonDefaultArgsObservation(Sealed):
     @property
     def model(self) -> str | None:
         """The ``model`` argument without its quotes (a hub id or a local path), or ``None``."""
-        printed = self.get("model")
         from vllm_evidence.adapters.startup_log._lexer import unquote  # the log grammar's
 
+        printed = self.get("model")
         return None if printed is None else (unquote(printed) or printed)
 
 
