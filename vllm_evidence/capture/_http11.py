@@ -444,7 +444,8 @@ class ResponseReader:
         if self._size > self._max_body:
             self._cut_off()
             return True
-        self._chunks.append(bytes(self._buffer[self._start : self._start + count]))
+        with memoryview(self._buffer) as view:  # one copy (a bytearray slice is another)
+            self._chunks.append(bytes(view[self._start : self._start + count]))
         self._consume(count)
         if self._state != _UNTIL_CLOSE:
             self._remaining -= count
