@@ -538,3 +538,37 @@ def test_tls_verifies_against_the_given_ca_and_refuses_an_unknown_one(
     ), untrusted
     insecure = _tls_probe(certificate, False)
     assert {outcome for _, outcome in insecure} == {"answered 404 "}
+
+
+def test_concurrent_answers_larger_than_a_read_each_arrive_whole_and_unmixed() -> None:
+    # Every plain connection of a client reads into one shared buffer: eight answers of
+    # ~300 KB, each past one read and written in pieces, interleave on the loop.
+    def body(index: int) -> bytes:
+        return bytes([65 + index]) * (300_000 + index) + b"end %d" % index
+
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await _request(reader)
+        index = int(head.split(b" ")[1].rsplit(b"/", 1)[1])
+        data = body(index)
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: %d\r\n\r\n" % len(data))
+        for at in range(0, len(data), 70_000):
+            writer.write(data[at : at + 70_000])
+            await writer.drain()
+            await asyncio.sleep(0)
+
+    async def run(target: str) -> list[bytes | None]:
+        address = server_address(target)
+        async with ProbeClient() as client:
+            client.acquire(address)
+            replies = await asyncio.gather(
+                *(
+                    client.get(address, f"/r/{index}", HEADERS, max_body_bytes=1 << 20)
+                    for index in range(8)
+                )
+            )
+            client.release(address)
+        return [reply.body for reply in replies]
+
+    bodies, connections = asyncio.run(asyncio.wait_for(_serve(script, run), 20))
+    assert connections == 8
+    assert bodies == [body(index) for index in range(8)]

@@ -288,7 +288,7 @@ class ResponseReader:
         """Whether the answer is complete."""
         return self._state == _DONE
 
-    def feed(self, data: bytes) -> bool:
+    def feed(self, data: bytes | memoryview) -> bool:
         """Take the next bytes the server sent; ``True`` once the answer is complete."""
         if self._state == _DONE:
             # Bytes after the answer: the connection is not kept.

@@ -116,11 +116,12 @@ class _StaleConnectionError(Exception):
     """A kept-alive connection the server had closed before this request reached it."""
 
 
-#: How much one read takes from a plain socket.  Under glibc's mmap threshold (128 KiB):
-#: asyncio's transports read 256 KiB, and each such read's buffer was mapped, shrunk
-#: with ``mremap`` and unmapped again, its pages faulted in afresh (a fifth of a fleet
-#: probe's system time); 64 KiB buffers come from the heap and are reused.
-_READ_SIZE: Final = 64 * 1024
+#: How much one read takes from a plain socket (as asyncio's transports read).  Reads
+#: land in one buffer per :class:`ProbeClient`, reused: a fresh 256 KiB buffer a read
+#: (``sock.recv``) is past glibc's mmap threshold, so each was mapped, shrunk with
+#: ``mremap`` and unmapped again, its pages faulted in afresh (a fifth of a fleet
+#: probe's system time).
+_READ_SIZE: Final = 256 * 1024
 #: Created non-blocking where the platform can (Linux): no ``ioctl`` per socket after.
 _NON_BLOCKING: Final = getattr(socket, "SOCK_NONBLOCK", 0)
 
@@ -150,7 +151,7 @@ class _Link:
         """Close the connection; returns what to wait on until its socket is closed."""
         raise NotImplementedError
 
-    def _received(self, data: bytes) -> None:
+    def _received(self, data: bytes | memoryview) -> None:
         reader = self.reader
         if reader is None or reader.done:
             self.broken = True  # bytes nobody asked for
@@ -196,11 +197,16 @@ class _SocketConnection(_Link):
     connection (the transport object, its buffers and the callbacks scheduled to set it
     up), and a fleet probe opens six connections a server."""
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, sock: socket.socket) -> None:
+    def __init__(
+        self, loop: asyncio.AbstractEventLoop, sock: socket.socket, scratch: memoryview
+    ) -> None:
         super().__init__()
         self._loop = loop
         self._sock: socket.socket | None = sock
         self._fd = sock.fileno()
+        #: Where reads land (shared by the client's connections: the reader copies what
+        #: it keeps before the next read, and every read runs on the loop's thread).
+        self._scratch = scratch
         self._unsent = bytearray()  # what the socket did not take yet
         loop.add_reader(self._fd, self._read_ready)
 
@@ -247,15 +253,16 @@ class _SocketConnection(_Link):
         if sock is None:
             return
         try:
-            data = sock.recv(_READ_SIZE)
+            count = sock.recv_into(self._scratch)
         except (BlockingIOError, InterruptedError):
             return
         except OSError as exc:
             self._stop_reading()
             self._ended(exc)
             return
-        if data:
-            self._received(data)
+        if count:
+            with self._scratch[:count] as data:
+                self._received(data)
         else:
             self._stop_reading()
             self._ended(None)
@@ -429,6 +436,7 @@ class ProbeClient:
         self._closed = False
         #: Plain connections are sockets the loop watches, unless the loop cannot.
         self._watch_sockets = True
+        self._scratch: memoryview | None = None
 
     async def __aenter__(self) -> ProbeClient:
         return self
@@ -508,7 +516,9 @@ class ProbeClient:
             watched: socket.socket | None = None
             try:
                 watched = await _open_socket(loop, address.host, address.port, watch=True)
-                return _SocketConnection(loop, watched)
+                if self._scratch is None:
+                    self._scratch = memoryview(bytearray(_READ_SIZE))
+                return _SocketConnection(loop, watched, self._scratch)
             except NotImplementedError:
                 # A loop that cannot watch sockets (Windows' proactor): transports
                 # from now on (a socket already connected is closed: a new one below).
