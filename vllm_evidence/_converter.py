@@ -28,6 +28,7 @@ inert-field census credits their reads like any other rendering's.
 from __future__ import annotations
 
 import enum
+from collections.abc import Callable
 from datetime import datetime
 from decimal import Decimal
 from typing import Any, Never, get_args, get_origin
@@ -39,7 +40,7 @@ from packaging.version import Version
 from vllm_evidence._seal import Sealed, SealedTypeError
 from vllm_evidence.measure import BasisPoint, BlockCount, ByteCount, Concurrency, GiB, TokenCount
 
-__all__ = ["converter"]
+__all__ = ["converter", "register_rendering"]
 
 converter = cattrs.Converter()
 """The package's one converter.  Use :func:`vllm_evidence.serialize.document` (or a
@@ -113,6 +114,26 @@ def _structure_datetime(value: object, _: type[Any]) -> datetime:
     return datetime.fromisoformat(value)
 
 
+def register_rendering(cls: type[Any], hook: Callable[[Any], Any]) -> None:
+    """Render values of exactly ``cls`` with ``hook``: how every layer registers the
+    JSON rendering of its types.
+
+    ``converter.register_unstructure_hook(cls, hook)`` first resolves an attrs class's
+    string annotations (``attrs.resolve_types``: ``typing.get_type_hints`` compiles each
+    one), ~8 ms of every start over the package's 60-odd rendered classes, for hooks
+    that read fields by name and never look at a type.  A class predicate registers the
+    same hook without that.  No rendered class has a subclass (a test holds it), and
+    predicates registered later are tried first, so each of these comes before the
+    refusal of unregistered sealed types below.
+    """
+    converter.register_unstructure_hook_func(lambda c: c is cls, hook)
+    _rendered.append(cls)
+
+
+#: Every class given a rendering by :func:`register_rendering`, in registration order.
+_rendered: list[type[Any]] = []
+
+
 converter.register_unstructure_hook(Version, str)
 converter.register_unstructure_hook(Decimal, str)
 converter.register_unstructure_hook(datetime, datetime.isoformat)
@@ -120,9 +141,9 @@ converter.register_unstructure_hook_func(
     lambda cls: isinstance(cls, type) and issubclass(cls, enum.Enum), lambda e: e.value
 )
 for _count in (TokenCount, BlockCount, ByteCount, BasisPoint):
-    converter.register_unstructure_hook(_count, lambda m: m.value)
+    register_rendering(_count, lambda m: m.value)
 for _figure in (Concurrency, GiB):
-    converter.register_unstructure_hook(_figure, lambda m: str(m.value))
+    register_rendering(_figure, lambda m: str(m.value))
 # A sealed type without a hook of its own: refused, never dumped field by field (a
 # generic dump would hide an inert field from the census and leak raw bodies).
 converter.register_unstructure_hook_func(_is_sealed, _refuse_unstructure)

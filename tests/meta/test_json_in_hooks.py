@@ -2,7 +2,7 @@
 
 A dict literal with string keys inside a function is how a JSON document used to be
 written by hand.  In the package it may appear only inside a hook registered on the
-converter (``converter.register_unstructure_hook(cls, hook)``, or the assessment's
+converter (``register_rendering(cls, hook)``, or the assessment's
 ``_register(union, hook)``), or inside a function only such a hook reaches in the same
 module.  The few dict literals that are not JSON documents are listed in
 :data:`NOT_DOCUMENTS`, each with what it is.  ``testing/`` is out of scope: it builds

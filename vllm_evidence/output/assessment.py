@@ -13,7 +13,7 @@ from typing import Any, get_args
 
 import attrs
 
-from vllm_evidence._converter import converter
+from vllm_evidence._converter import converter, register_rendering
 from vllm_evidence.adapters.receipt import LaunchReceipt
 from vllm_evidence.assessment import Assessment, Verdict, verdict
 from vllm_evidence.decisions import (
@@ -373,7 +373,7 @@ def _assessment_json(assessment: Assessment) -> AssessmentDocument:
 
 def _register(union: object, hook: Any) -> None:
     for arm in get_args(union):
-        converter.register_unstructure_hook(arm, hook)
+        register_rendering(arm, hook)
 
 
 _register(ParallelDecision, _parallel_json)
@@ -382,9 +382,9 @@ _register(ServedIdentityDecision, _identity_json)
 _register(HealthCoverageDecision, _health_json)
 _register(FrontDoorJoinDecision, _join_json)
 _register(LogJoinDecision, _log_join_json)
-converter.register_unstructure_hook(LaunchReceipt, _receipt_json)
-converter.register_unstructure_hook(EngineCapacity, _engine_json)
-converter.register_unstructure_hook(PresentRank, _rank_json)
-converter.register_unstructure_hook(ServedName, _name_json)
-converter.register_unstructure_hook(Assessment, _assessment_json)
-converter.register_unstructure_hook(ServerResult, _server_json)
+register_rendering(LaunchReceipt, _receipt_json)
+register_rendering(EngineCapacity, _engine_json)
+register_rendering(PresentRank, _rank_json)
+register_rendering(ServedName, _name_json)
+register_rendering(Assessment, _assessment_json)
+register_rendering(ServerResult, _server_json)

@@ -6,7 +6,7 @@ from typing import Any
 
 import attrs
 
-from vllm_evidence._converter import converter
+from vllm_evidence._converter import converter, register_rendering
 from vllm_evidence.audit import SCHEMA, Finding, Verdict, exit_status
 from vllm_evidence.output.laws import law_json
 
@@ -49,5 +49,5 @@ def _report_json(report: AuditReport) -> dict[str, object]:
     }
 
 
-converter.register_unstructure_hook(Finding, _finding_json)
-converter.register_unstructure_hook(AuditReport, _report_json)
+register_rendering(Finding, _finding_json)
+register_rendering(AuditReport, _report_json)

@@ -13,7 +13,7 @@ from typing import Any, TypedDict, TypeVar, assert_never, get_args, get_origin
 
 import attrs
 
-from vllm_evidence._converter import converter
+from vllm_evidence._converter import converter, register_rendering
 from vllm_evidence.adapters import outcome as b
 from vllm_evidence.adapters.health import HealthAnswer
 from vllm_evidence.adapters.metrics import CacheConfigSeries, MetricsObservation
@@ -243,13 +243,13 @@ def _world_size_json(world: WorldSizeProduct) -> dict[str, Any]:
 
 
 for _arm in get_args(Outcome):
-    converter.register_unstructure_hook(get_origin(_arm) or _arm, _arm_json)
-converter.register_unstructure_hook(Exchange, _exchange_json)
-converter.register_unstructure_hook(ServerInfo, _server_info_json)
-converter.register_unstructure_hook(ModelCard, _model_card_json)
-converter.register_unstructure_hook(CacheConfigSeries, _series_json)
-converter.register_unstructure_hook(MetricsObservation, _metrics_json)
-converter.register_unstructure_hook(SelfReportedVersion, _version_json)
-converter.register_unstructure_hook(HealthAnswer, _health_json)
-converter.register_unstructure_hook(WorldSizeProduct, _world_size_json)
-converter.register_unstructure_hook(FrontDoorSection, _section_json)
+    register_rendering(get_origin(_arm) or _arm, _arm_json)
+register_rendering(Exchange, _exchange_json)
+register_rendering(ServerInfo, _server_info_json)
+register_rendering(ModelCard, _model_card_json)
+register_rendering(CacheConfigSeries, _series_json)
+register_rendering(MetricsObservation, _metrics_json)
+register_rendering(SelfReportedVersion, _version_json)
+register_rendering(HealthAnswer, _health_json)
+register_rendering(WorldSizeProduct, _world_size_json)
+register_rendering(FrontDoorSection, _section_json)

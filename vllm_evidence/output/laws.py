@@ -15,7 +15,7 @@ from typing import Any, assert_never, get_args
 
 import attrs
 
-from vllm_evidence._converter import converter
+from vllm_evidence._converter import converter, register_rendering
 from vllm_evidence.upstream.laws import (
     CacheConfigLabelsLaw,
     CapacityLaw,
@@ -161,11 +161,11 @@ def _version_not_established_json(laws: VersionNotEstablished) -> dict[str, obje
     }
 
 
-converter.register_unstructure_hook(ReleaseSpan, _span_json)
-converter.register_unstructure_hook(LawNotEstablished, _not_established_json)
+register_rendering(ReleaseSpan, _span_json)
+register_rendering(LawNotEstablished, _not_established_json)
 for _kind in get_args(Law):
-    converter.register_unstructure_hook(_kind, _law_json)
-converter.register_unstructure_hook(ReadRelease, _release_json)
-converter.register_unstructure_hook(LawTable, _table_json)
-converter.register_unstructure_hook(ReleaseLaws, _release_laws_json)
-converter.register_unstructure_hook(VersionNotEstablished, _version_not_established_json)
+    register_rendering(_kind, _law_json)
+register_rendering(ReadRelease, _release_json)
+register_rendering(LawTable, _table_json)
+register_rendering(ReleaseLaws, _release_laws_json)
+register_rendering(VersionNotEstablished, _version_not_established_json)

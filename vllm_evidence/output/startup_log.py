@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from vllm_evidence._converter import converter
+from vllm_evidence._converter import converter, register_rendering
 from vllm_evidence.adapters.startup_log import Launch, ProcessTag, StartupLog
 from vllm_evidence.decisions._parallel_configuration import (
     attribute,
@@ -186,9 +186,9 @@ def _log_json(log: StartupLog) -> dict[str, object]:
     }
 
 
-converter.register_unstructure_hook(ProcessTag, _process_json)
-converter.register_unstructure_hook(Launch, _launch_document)
-converter.register_unstructure_hook(StartupLog, _log_json)
+register_rendering(ProcessTag, _process_json)
+register_rendering(Launch, _launch_document)
+register_rendering(StartupLog, _log_json)
 
 
 def _resolved_lines(launch: Launch) -> list[str]:

@@ -24,7 +24,7 @@ from typing import TypedDict, TypeVar, final
 import attrs
 from packaging.version import Version
 
-from vllm_evidence._converter import converter
+from vllm_evidence._converter import converter, register_rendering
 from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.adapters.models import ServedModels
 from vllm_evidence.adapters.outcome import Outcome, Parsed
@@ -104,7 +104,7 @@ def _source_document(source: Source) -> SourceDocument:
     return {"kind": source.kind.value, "where": source.where}
 
 
-converter.register_unstructure_hook(Source, _source_document)
+register_rendering(Source, _source_document)
 
 _mint_source = minter(Source, Source.__attrs_init__)
 

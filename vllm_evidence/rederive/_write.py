@@ -15,7 +15,7 @@ import json
 import attrs
 
 from vllm_evidence._claims import CLAIMS
-from vllm_evidence._converter import converter
+from vllm_evidence._converter import converter, register_rendering
 from vllm_evidence.adapters.startup_log import StartupLog
 from vllm_evidence.assessment import Assessment
 from vllm_evidence.capture._signing import ALGORITHM, canonical, key_id, sign
@@ -144,7 +144,7 @@ def _evidence_document(document: _EvidenceDocument) -> dict[str, object]:
     return body
 
 
-converter.register_unstructure_hook(_EvidenceDocument, _evidence_document)
+register_rendering(_EvidenceDocument, _evidence_document)
 
 
 def dumps(assessment: Assessment, *, embed_log: bool = False, sign_key: bytes | None = None) -> str:
