@@ -119,8 +119,8 @@ class _StaleConnectionError(Exception):
 #: How much one read takes from a plain socket (as asyncio's transports read).  Reads
 #: land in one buffer per :class:`ProbeClient`, reused: a fresh 256 KiB buffer a read
 #: (``sock.recv``) is past glibc's mmap threshold, so each was mapped, shrunk with
-#: ``mremap`` and unmapped again, its pages faulted in afresh (a fifth of a fleet
-#: probe's system time).
+#: ``mremap`` and unmapped again, its pages faulted in afresh (a fleet of 200 from the
+#: command line: 14-15 K page faults, now 9 K).
 _READ_SIZE: Final = 256 * 1024
 #: Created non-blocking where the platform can (Linux): no ``ioctl`` per socket after.
 _NON_BLOCKING: Final = getattr(socket, "SOCK_NONBLOCK", 0)
