@@ -117,19 +117,15 @@ def request_bytes(path: str, authority: str, headers: list[tuple[str, str]]) -> 
 def _header_block(headers: tuple[tuple[str, str], ...]) -> bytes:
     """``headers`` as header lines and the blank line, each checked.  Cached: every
     request of a probe (of a fleet, as a rule) carries the same headers."""
-    wire: list[bytes] = []
-    for name, value in headers:
-        try:
-            encoded = f"{name}: {value}".encode("ascii")
-        except UnicodeEncodeError:
-            raise LocalProtocolError(_NOT_ASCII) from None
-        wire.append(encoded)
-    for line in wire:
-        wire_name, _, wire_value = line.partition(b": ")
-        if not _REQUEST_NAME.fullmatch(wire_name) or not _REQUEST_VALUE.fullmatch(wire_value):
+    try:
+        wire = [(name.encode("ascii"), value.encode("ascii")) for name, value in headers]
+    except UnicodeEncodeError:
+        raise LocalProtocolError(_NOT_ASCII) from None
+    for name, value in wire:
+        if not _REQUEST_NAME.fullmatch(name) or not _REQUEST_VALUE.fullmatch(value):
             msg = "illegal request header (its value is not shown)"
             raise LocalProtocolError(msg)
-    return b"".join(line + b"\r\n" for line in wire) + b"\r\n"
+    return b"".join(name + b": " + value + b"\r\n" for name, value in wire) + b"\r\n"
 
 
 def _quote(data: bytes | bytearray) -> str:
