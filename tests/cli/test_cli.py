@@ -315,6 +315,20 @@ def test_a_fleet_past_the_open_file_limit_is_read_at_a_concurrency_that_fits() -
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="no per-process open-file limit")
+def test_a_fleet_reads_64_servers_at_once_by_default() -> None:
+    """Without ``--concurrency`` a fleet is read 64 servers at once (a fleet is CPU-bound
+    from about that many on, not bound by the servers' latency): 70 servers under a file
+    limit of 128 show the default in the note that lowers it."""
+    with ExitStack() as stack:
+        doors = [stack.enter_context(serve_capture(REAL)) for _ in range(70)]
+        out = _probe_within_files(128, *(d.url for d in doors), "--json")
+    assert out.returncode == 0, out.stderr
+    assert len(out.stdout.splitlines()) == 70
+    (note,) = out.stderr.splitlines()
+    assert "--concurrency 64 lowered to 10" in note
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no per-process open-file limit")
 def test_a_fleet_within_the_open_file_limit_keeps_its_concurrency() -> None:
     with serve_capture(REAL) as a, serve_capture(REAL) as b:
         out = _probe_within_files(128, a.url, b.url, "--json", "--concurrency", "10")

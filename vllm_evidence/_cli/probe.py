@@ -30,7 +30,7 @@ examples:
   VLLM_KEY=... vllm-evidence probe https://gpu-7:8000 --api-key-env VLLM_KEY --save capture/
   SIGN=... vllm-evidence probe http://a:8000 --save capture/ --sign-key-env SIGN
   vllm-evidence probe http://a:8000 http://b:8000 http://c:8000 --json
-  vllm-evidence probe --targets fleet.txt --concurrency 64 --json > fleet.jsonl
+  vllm-evidence probe --targets fleet.txt --json > fleet.jsonl
 
 With several servers, --json prints one line per server as each one finishes (each line
 names its "target"; lines of several runs concatenate into one fleet), and the table
@@ -93,7 +93,11 @@ def register(subparsers: Any) -> None:
         "--timeout", type=float, default=10.0, metavar="S", help="per request (default 10)"
     )
     parser.add_argument(
-        "--concurrency", type=int, default=8, metavar="N", help="servers probed at once"
+        "--concurrency",
+        type=int,
+        default=64,
+        metavar="N",
+        help="servers probed at once (default 64)",
     )
     parser.add_argument("--save", metavar="DIR", help="write the capture directory (or dirs)")
     parser.add_argument(
