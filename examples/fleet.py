@@ -1,0 +1,65 @@
+"""Reading a fleet from the library: one client, many servers at once.
+
+    python examples/fleet.py http://10.0.0.7:8000 http://10.0.0.8:8000 ...
+
+What ``vllm-evidence probe --targets`` does, in the form orchestration code holds: one
+:func:`~vllm_evidence.capture.http.new_client` for the whole run (one TLS context, each
+server's connections kept for its own probe and closed after it), ``at_once`` servers
+read at a time, each assessed as its probe ends.  A server that does not answer is an
+assessment too: its decisions refuse and name what was missing; only a string that is
+not a URL this package reads is an :class:`~vllm_evidence.InputError` instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import Sequence
+
+from vllm_evidence import Assessment, InputError, assess, probe, readback_from_batch
+from vllm_evidence.capture.http import new_client
+
+__all__ = ["read_fleet"]
+
+
+async def read_fleet(
+    urls: Sequence[str], *, at_once: int = 64, api_key: str | None = None
+) -> dict[str, Assessment | InputError]:
+    """Probe and assess every server of ``urls``, ``at_once`` of them at a time."""
+    results: dict[str, Assessment | InputError] = {}
+    pending = iter(urls)
+    async with new_client() as client:
+
+        async def worker() -> None:
+            for url in pending:  # one shared iterator: each URL is taken once
+                try:
+                    batch = await probe(url, api_key=api_key, client=client)
+                except InputError as exc:
+                    results[url] = exc
+                    continue
+                results[url] = assess(readback_from_batch(batch), None)
+
+        async with asyncio.TaskGroup() as group:
+            for _ in range(min(at_once, len(urls))):
+                group.create_task(worker())
+    return results
+
+
+def _line(url: str, result: Assessment | InputError) -> str:
+    if isinstance(result, InputError):
+        return f"{url}: {result}"
+    return (
+        f"{url}: vLLM {result.version or '?'}, parallel {result.parallel.reason.value}, "
+        f"capacity {result.capacity.reason.value}"
+    )
+
+
+def main(urls: Sequence[str]) -> None:
+    """One line a server, in the order given (the dict holds them as they finished)."""
+    results = asyncio.run(read_fleet(urls))
+    for url in dict.fromkeys(urls):
+        print(_line(url, results[url]))
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
