@@ -9,6 +9,7 @@ port is held through a lock file first, so they take turns instead.
 from __future__ import annotations
 
 import fcntl
+import socket
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,6 +19,14 @@ from typing import Any
 from tests._paths import PORT_WAIT_S
 from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
 from vllm_evidence.testing.stub import StubFrontDoor, serve_capture
+
+
+def nothing_listening() -> str:
+    """The URL of a port just bound and closed again on 127.0.0.1: nothing listens there."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
 
 
 @contextmanager

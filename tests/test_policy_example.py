@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -34,7 +33,7 @@ from tests._evidence import (
     witnessed,
 )
 from tests._paths import REAL
-from tests._ports import serve_on_port
+from tests._ports import nothing_listening, serve_on_port
 from vllm_evidence.adapters.receipt import LaunchReceipt
 from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
 from vllm_evidence.assessment import Assessment, assess
@@ -58,17 +57,11 @@ def _log(path: Path) -> StartupLog:
     return read
 
 
-def _nothing_listening() -> str:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{s.getsockname()[1]}"
-
-
 @contextlib.contextmanager
 def _door(case: str) -> Iterator[tuple[str, Path]]:
     """The URL of the case's front door (while it serves) and the log given with it."""
     if case == "nothing listening":
-        yield _nothing_listening(), TP2 / "startup.log"
+        yield nothing_listening(), TP2 / "startup.log"
         return
     served: contextlib.AbstractContextManager[StubFrontDoor]
     log_path = TP2 / "startup.log"

@@ -15,7 +15,7 @@ import pytest
 
 from tests._evidence import log_port, real_log, receipt_file, receipt_for
 from tests._paths import REAL
-from tests._ports import serve_on_port
+from tests._ports import nothing_listening, serve_on_port
 from vllm_evidence.testing.stub import Fault, serve_capture
 from vllm_evidence.upstream.routes import Route
 
@@ -42,13 +42,6 @@ def _one_line_error(out: subprocess.CompletedProcess[str], status: int = 2) -> s
     assert len(lines) == 1, out.stderr
     assert "Traceback" not in out.stderr
     return lines[0]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-    return port
 
 
 # --- demo ---------------------------------------------------------------------------
@@ -246,7 +239,7 @@ def test_fleet_targets_from_a_file_and_from_stdin(tmp_path: Path) -> None:
 
 
 def test_fleet_never_shows_the_api_key() -> None:
-    dead = f"http://127.0.0.1:{_free_port()}"
+    dead = nothing_listening()
     with serve_capture(REAL, api_key=SECRET) as a, serve_capture(REAL) as b:
         outs = [
             _run(
@@ -272,7 +265,7 @@ def test_fleet_never_shows_the_api_key() -> None:
 
 
 def test_fleet_marks_an_unreachable_server() -> None:
-    dead = f"http://127.0.0.1:{_free_port()}"
+    dead = nothing_listening()
     with serve_capture(REAL) as door:
         out = _run("probe", door.url, dead, "--timeout", "2")
     assert out.returncode == 0
@@ -447,7 +440,7 @@ def test_without_the_key_models_are_unauthorized_not_made_up() -> None:
 
 
 def test_unreachable_url() -> None:
-    line = _one_line_error(_run("probe", f"http://127.0.0.1:{_free_port()}", "--timeout", "2"))
+    line = _one_line_error(_run("probe", nothing_listening(), "--timeout", "2"))
     assert "cannot read http://127.0.0.1:" in line
 
 
