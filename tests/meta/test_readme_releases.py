@@ -98,18 +98,26 @@ def _marker(laws: ReleaseLaws) -> str:
     return MARKER[law.marker]
 
 
-def test_the_table_lists_every_read_release_from_0_8_5_to_0_32_0() -> None:
+def test_the_table_lists_the_read_releases_on_each_side_of_a_change() -> None:
+    """0.8.5 to 0.32.0: every release where a column changes, and the read release before it."""
     assert list(_rows()) == [
         "0.8.5",
         "0.9.2",
         "0.10.1.1",
         "0.11.0",
+        "0.12.0",
         "0.14.0",
+        "0.14.1",
+        "0.15.0",
         "0.17.0",
         "0.20.0",
+        "0.20.1",
         "0.23.0",
+        "0.24.0",
         "0.26.0",
         "0.27.0",
+        "0.27.1",
+        "0.28.0",
         "0.29.0",
         "0.31.0",
         "0.32.0",

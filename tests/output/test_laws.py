@@ -81,12 +81,12 @@ def test_a_parallel_law() -> None:
 def test_capacity_and_format_laws() -> None:
     laws = _laws("0.32.0")
     law = laws.capacity(CapacitySource.LOG_CAPACITY_LINE)
-    assert law_json(law) == _common(law, "capacity.log_capacity_line", "0.23.0", "0.33.0") | {
+    assert law_json(law) == _common(law, "capacity.log_capacity_line", "0.20.1", "0.33.0") | {
         "source": "log_capacity_line",
         "authority": "authoritative",
     }
     fmt = laws.capacity_log_format()
-    assert law_json(fmt) == _common(fmt, "capacity.log_format", "0.29.0", "0.33.0") | {
+    assert law_json(fmt) == _common(fmt, "capacity.log_format", "0.28.0", "0.33.0") | {
         "format": "one_line"
     }
 
@@ -111,16 +111,17 @@ def test_health_failure_marker_and_card_laws() -> None:
 
 
 def test_a_law_not_established_lists_the_known_spans() -> None:
-    law = _laws("0.25.0").capacity(CapacitySource.LABEL_KV_CACHE_SIZE_TOKENS)
+    law = _laws("0.11.1").capacity(CapacitySource.LOG_CAPACITY_LINE)
     assert isinstance(law, LawNotEstablished)
     assert law_json(law) == {
-        "question": "capacity.label_kv_cache_size_tokens",
+        "question": "capacity.log_capacity_line",
         "established": False,
-        "statement": "not established for 0.25.0 (laws read for 0.6.6.post1 .. 0.23.0, "
-        "0.26.0 .. 0.33.0)",
+        "statement": "not established for 0.11.1 (laws read for 0.8.5 .. 0.11.0, "
+        "0.12.0 .. 0.20.0, 0.20.1 .. 0.33.0)",
         "known_spans": [
-            {"first": "0.6.6.post1", "last": "0.23.0"},
-            {"first": "0.26.0", "last": "0.33.0"},
+            {"first": "0.8.5", "last": "0.11.0"},
+            {"first": "0.12.0", "last": "0.20.0"},
+            {"first": "0.20.1", "last": "0.33.0"},
         ],
     }
     single = law_json(_laws("0.9.1").health(ExecutorBackend.UNI))

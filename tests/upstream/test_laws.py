@@ -108,25 +108,53 @@ def test_development_routes_by_release() -> None:
     assert _gate("0.6.6.post1", Route.SERVER_INFO) == RouteGate.NOT_REGISTERED
     assert isinstance(_laws("0.7.3").route(Route.SERVER_INFO), LawNotEstablished)
     assert _gate("0.13.0", Route.GET_WORLD_SIZE) == RouteGate.NOT_REGISTERED
-    assert isinstance(_laws("0.15.0").route(Route.GET_WORLD_SIZE), LawNotEstablished)
+    assert isinstance(_laws("0.16.0rc1").route(Route.GET_WORLD_SIZE), LawNotEstablished)
     assert _gate("0.10.1.1", Route.SERVER_INFO_JSON) == RouteGate.DEVELOPMENT_MODE_QUERY_IGNORED
 
 
 def test_spans_end_where_a_read_release_ends_them() -> None:
     """What the releases read for issue 18 moved, each from both sides of the change."""
-    # /get_world_size: absent in 0.14.0, behind the generate task in 0.17.0 and 0.20.0,
-    # development mode alone from 0.23.0 (first-hand: it answered on 0.26.0).
+    # /get_world_size: absent up to 0.15.1; in 0.16.0 registered with the other serve
+    # routers, behind development mode alone; behind the generate task from 0.17.0 to
+    # 0.22.1; development mode alone again from 0.23.0 (first-hand: it answered on 0.26.0).
     assert _gate("0.14.0", Route.GET_WORLD_SIZE) == RouteGate.NOT_REGISTERED
+    assert _gate("0.15.1", Route.GET_WORLD_SIZE) == RouteGate.NOT_REGISTERED
+    assert _gate("0.16.0", Route.GET_WORLD_SIZE) == RouteGate.DEVELOPMENT_MODE
     assert _gate("0.17.0", Route.GET_WORLD_SIZE) == RouteGate.DEVELOPMENT_MODE_AND_GENERATE_TASK
+    assert _gate("0.21.0", Route.GET_WORLD_SIZE) == RouteGate.DEVELOPMENT_MODE_AND_GENERATE_TASK
+    assert _gate("0.22.1", Route.GET_WORLD_SIZE) == RouteGate.DEVELOPMENT_MODE_AND_GENERATE_TASK
+    assert _gate("0.23.0", Route.GET_WORLD_SIZE) == RouteGate.DEVELOPMENT_MODE
     assert _gate("0.26.0", Route.GET_WORLD_SIZE) == RouteGate.DEVELOPMENT_MODE
-    assert isinstance(_laws("0.21.0").route(Route.GET_WORLD_SIZE), LawNotEstablished)
+    assert isinstance(_laws("0.15.1").parallel_evidence(Route.GET_WORLD_SIZE), LawNotEstablished)
+    assert isinstance(_laws("0.16.0").parallel_evidence(Route.GET_WORLD_SIZE), ParallelEvidenceLaw)
     assert _gate("0.10.1.1", Route.COLLECTIVE_RPC) == RouteGate.NOT_REGISTERED
-    # The one-line capacity format: two lines in 0.27.0, one line in 0.29.0.
-    two, one = _laws("0.27.0").capacity_log_format(), _laws("0.29.0").capacity_log_format()
-    assert isinstance(two, CapacityLogFormatLaw)
-    assert isinstance(one, CapacityLogFormatLaw)
-    assert (two.format, one.format) == (CapacityLogFormat.TWO_LINE, CapacityLogFormat.ONE_LINE)
-    assert isinstance(_laws("0.28.0").capacity_log_format(), LawNotEstablished)
+    # The one-line capacity format: two lines up to 0.27.1, one line from 0.28.0.
+    formats = {
+        v: law.format
+        for v in ("0.27.0", "0.27.1", "0.28.0", "0.29.0")
+        if isinstance(law := _laws(v).capacity_log_format(), CapacityLogFormatLaw)
+    }
+    assert formats == {
+        "0.27.0": CapacityLogFormat.TWO_LINE,
+        "0.27.1": CapacityLogFormat.TWO_LINE,
+        "0.28.0": CapacityLogFormat.ONE_LINE,
+        "0.29.0": CapacityLogFormat.ONE_LINE,
+    }
+    assert isinstance(_laws("0.28.0rc1").capacity_log_format(), LawNotEstablished)
+    # --api-server-count: default 1 up to 0.14.1; from 0.15.0 None, which 'vllm serve'
+    # turns into the DP size.
+    markers = {
+        v: marker.marker
+        for v in ("0.14.0", "0.14.1", "0.15.0", "0.17.0")
+        if isinstance(marker := _laws(v).incarnation_marker(), IncarnationMarkerLaw)
+    }
+    assert markers == {
+        "0.14.0": IncarnationMarker.PRESENT_UNLESS_MULTIPROCESS_REGISTRY,
+        "0.14.1": IncarnationMarker.PRESENT_UNLESS_MULTIPROCESS_REGISTRY,
+        "0.15.0": IncarnationMarker.ABSENT_BY_DEFAULT_WITH_DP,
+        "0.17.0": IncarnationMarker.ABSENT_BY_DEFAULT_WITH_DP,
+    }
+    assert isinstance(_laws("0.15.0rc1").incarnation_marker(), LawNotEstablished)
     # /server_info's text has no data_parallel_size up to 0.10.1.1, then has it.
     text_09 = _laws("0.9.2").parallel_evidence(Route.SERVER_INFO)
     text_11 = _laws("0.11.0").parallel_evidence(Route.SERVER_INFO)
@@ -162,18 +190,27 @@ def test_capacity_authority_by_release() -> None:
     product = CapacitySource.LABEL_BLOCKS_TIMES_BLOCK_SIZE
     assert _authority("0.32.0", label) == CapacityAuthority.AUTHORITATIVE
     assert _authority("0.20.0", label) == CapacityAuthority.ABSENT
-    assert isinstance(_laws("0.25.0").capacity(label), LawNotEstablished)
-    # Read in 0.23.0 (no such field) and 0.26.0 (set by the engine core): the change
-    # lies between them, and a release there gets no answer.
+    # Read in 0.23.0 (no such field) and 0.24.0 (set by the engine core, as in 0.26.0):
+    # a build between them gets no answer.
     assert _authority("0.23.0", label) == CapacityAuthority.ABSENT
+    assert _authority("0.24.0", label) == CapacityAuthority.AUTHORITATIVE
+    assert _authority("0.25.0", label) == CapacityAuthority.AUTHORITATIVE
     assert _authority("0.26.0", label) == CapacityAuthority.AUTHORITATIVE
-    assert isinstance(_laws("0.26.0.dev3").capacity(label), LawNotEstablished)
+    assert isinstance(_laws("0.24.0.dev3").capacity(label), LawNotEstablished)
     assert _authority("0.27.0", line) == CapacityAuthority.AUTHORITATIVE
-    # 0.20.0 logs num_blocks // groups × block size, 0.23.0 max_concurrency × max_model_len.
+    # 0.20.0 logs num_blocks // groups × block size, 0.20.1 max_concurrency × max_model_len.
     assert _authority("0.20.0", line) == CapacityAuthority.NOT_GROUP_AWARE
+    assert _authority("0.20.1", line) == CapacityAuthority.AUTHORITATIVE
+    assert _authority("0.21.0", line) == CapacityAuthority.AUTHORITATIVE
     assert _authority("0.23.0", line) == CapacityAuthority.AUTHORITATIVE
-    assert isinstance(_laws("0.21.0").capacity(line), LawNotEstablished)
     assert _authority("0.15.1", line) == CapacityAuthority.NOT_GROUP_AWARE
+    # 0.11.0 logs per worker before the minimum; 0.12.0 once per engine after it.  0.11.1
+    # and 0.11.2 log the size once after the minimum but the concurrency line once per
+    # rank: neither law describes them, so they get no answer.
+    assert _authority("0.12.0", line) == CapacityAuthority.NOT_GROUP_AWARE
+    assert _authority("0.11.0", line) == CapacityAuthority.PER_WORKER_BEFORE_REDUCTION
+    assert isinstance(_laws("0.11.1").capacity(line), LawNotEstablished)
+    assert isinstance(_laws("0.11.2").capacity(line), LawNotEstablished)
     assert _authority("0.10.1.1", line) == CapacityAuthority.PER_WORKER_BEFORE_REDUCTION
     assert _authority("0.32.0", product) == CapacityAuthority.INSUFFICIENT
     assert _authority("0.9.2", product) == CapacityAuthority.INSUFFICIENT

@@ -238,23 +238,41 @@ def _routes() -> list[tuple[Question, tuple[Law, ...]]]:
             law(
                 Route.GET_WORLD_SIZE,
                 _OLDEST,
-                "0.14.0",
+                "0.15.1",
                 RouteGate.NOT_REGISTERED,
                 (
                     "v0.13.0: entrypoints/serve/rlhf/api_router.py (no /get_world_size)",
-                    "v0.14.0: no /get_world_size anywhere in vllm/",
+                    *_each("0.14.0 0.14.1 0.15.0 0.15.1", "no /get_world_size anywhere in vllm/"),
+                ),
+            ),
+            law(
+                Route.GET_WORLD_SIZE,
+                "0.16.0",
+                "0.16.0",
+                RouteGate.DEVELOPMENT_MODE,
+                (
+                    (
+                        "v0.16.0: entrypoints/serve/rlhf/api_router.py L149, L169-172 "
+                        "(VLLM_SERVER_DEV_MODE)"
+                    ),
+                    (
+                        "v0.16.0: entrypoints/serve/__init__.py L67-71 and "
+                        "entrypoints/openai/api_server.py L185-187 (every task)"
+                    ),
                 ),
             ),
             law(
                 Route.GET_WORLD_SIZE,
                 "0.17.0",
-                "0.20.0",
+                "0.22.1",
                 RouteGate.DEVELOPMENT_MODE_AND_GENERATE_TASK,
                 (
                     "v0.17.0: entrypoints/serve/rlhf/api_router.py L149, L169-172",
                     "v0.17.0: entrypoints/openai/api_server.py L196-214 (generate task only)",
                     "v0.20.0: entrypoints/serve/rlhf/api_router.py L149, L169",
                     "v0.20.0: entrypoints/openai/api_server.py L198-215",
+                    "v0.22.1: entrypoints/serve/rlhf/api_router.py L168, L188-191",
+                    "v0.22.1: entrypoints/openai/api_server.py L198-215",
                 ),
             ),
             law(
@@ -396,10 +414,13 @@ def _parallel() -> list[tuple[Question, tuple[Law, ...]]]:
         Route.GET_WORLD_SIZE: (
             law(
                 Route.GET_WORLD_SIZE,
-                "0.17.0",
+                "0.16.0",
                 _NEWEST,
                 (
-                    "v0.17.0: entrypoints/serve/rlhf/api_router.py L150-165 (world_size_across_dp)",
+                    *_each(
+                        "0.16.0 0.17.0",
+                        "entrypoints/serve/rlhf/api_router.py L150-165 (world_size_across_dp)",
+                    ),
                     "v0.23.0: entrypoints/serve/dev/rlhf/api_router.py L168-181",
                     "v0.33.0: entrypoints/rl/online/api_router.py L269-289",
                     "v0.33.0: config/parallel.py L627-629, L964-972",
@@ -475,10 +496,14 @@ def _capacity() -> list[tuple[Question, tuple[Law, ...]]]:
             ),
             law(
                 log,
-                "0.13.0",
+                "0.12.0",
                 "0.20.0",
                 CapacityAuthority.NOT_GROUP_AWARE,
                 (
+                    (
+                        "v0.12.0: v1/core/kv_cache_utils.py L1254-1297 "
+                        "(_report_kv_cache_config), L1380-1393 (after the minimum over ranks)"
+                    ),
                     "v0.13.0: v1/core/kv_cache_utils.py L1291, L1296 (_report_kv_cache_config)",
                     "v0.14.0: v1/core/kv_cache_utils.py L1288-1292, L1564",
                     "v0.17.0: v1/core/kv_cache_utils.py L1297-1301, L1608",
@@ -489,10 +514,14 @@ def _capacity() -> list[tuple[Question, tuple[Law, ...]]]:
             ),
             law(
                 log,
-                "0.23.0",
+                "0.20.1",
                 _NEWEST,
                 CapacityAuthority.AUTHORITATIVE,
                 (
+                    (
+                        "v0.20.1: v1/core/kv_cache_utils.py L1684-1715 (max_concurrency × "
+                        "max_model_len), L2036-2049 (after the minimum over ranks)"
+                    ),
                     (
                         "v0.23.0: v1/core/kv_cache_utils.py L1720-1750 (max_concurrency × "
                         "max_model_len), L2075-2088 (after the minimum over ranks)"
@@ -540,10 +569,11 @@ def _capacity() -> list[tuple[Question, tuple[Law, ...]]]:
             ),
             law(
                 label,
-                "0.26.0",
+                "0.24.0",
                 _NEWEST,
                 CapacityAuthority.AUTHORITATIVE,
                 (
+                    "v0.24.0: config/cache.py L150, L215; v1/engine/core.py L312-316",
                     "v0.26.0: config/cache.py L156; v1/engine/core.py L315-319",
                     "first-hand v0.26.0: kv_cache_size_tokens on vllm:cache_config_info",
                     "v0.27.0: v1/core/kv_cache_utils.py L1877-1887 (get_kv_cache_capacity)",
@@ -589,14 +619,14 @@ def _capacity() -> list[tuple[Question, tuple[Law, ...]]]:
     formats = (
         _format_law(
             question=_FORMAT_QUESTION,
-            span=span("0.8.5", "0.27.0"),
+            span=span("0.8.5", "0.27.1"),
             sources=(
                 "v0.8.5: v1/core/kv_cache_utils.py L634, L637",
                 *_each(
                     "0.9.2 0.10.1.1 0.11.0 0.14.0 0.17.0 0.20.0 0.23.0 0.26.0",
                     "v1/core/kv_cache_utils.py 'GPU KV cache size: %s tokens' alone",
                 ),
-                "v0.27.0: v1/core/kv_cache_utils.py L2235, L2236",
+                *_each("0.27.0 0.27.1", "v1/core/kv_cache_utils.py L2235, L2236"),
             ),
             format=CapacityLogFormat.TWO_LINE,
             statement="'GPU KV cache size: N tokens' then "
@@ -604,8 +634,9 @@ def _capacity() -> list[tuple[Question, tuple[Law, ...]]]:
         ),
         _format_law(
             question=_FORMAT_QUESTION,
-            span=span("0.29.0", _NEWEST),
+            span=span("0.28.0", _NEWEST),
             sources=(
+                "v0.28.0: v1/core/kv_cache_utils.py L1861-1876 (update_kv_cache_capacity)",
                 "v0.29.0: v1/core/kv_cache_utils.py L2032-2034 ('GPU KV cache size: …, ')",
                 "first-hand v0.29.0: one capacity line per engine",
                 "v0.31.0: v1/core/kv_cache_utils.py L2465 ('%s KV cache size: …')",
@@ -615,7 +646,7 @@ def _capacity() -> list[tuple[Question, tuple[Law, ...]]]:
             ),
             format=CapacityLogFormat.ONE_LINE,
             statement="'<DEVICE> KV cache size: N tokens, Maximum concurrency for L tokens "
-            "per request: X.XXx' on one line (DEVICE: GPU only in 0.29; GPU, CPU, XPU, "
+            "per request: X.XXx' on one line (DEVICE: GPU only in 0.28 and 0.29; GPU, CPU, XPU, "
             "'GPU + host' from 0.31)",
         ),
     )
@@ -881,14 +912,17 @@ def _marker() -> list[tuple[Question, tuple[Law, ...]]]:
         ),
         _marker_law(
             question=_MARKER_QUESTION,
-            span=span("0.11.0", "0.14.0"),
+            span=span("0.11.0", "0.14.1"),
             sources=(
                 (
                     "v0.11.0: entrypoints/openai/api_server.py (no V0 engine, no "
                     "PROMETHEUS_MULTIPROC_DIR of its own)"
                 ),
                 "v0.13.0: entrypoints/cli/serve.py (api_server_count defaults to 1)",
-                "v0.14.0: entrypoints/openai/cli_args.py L283-287 (--api-server-count default 1)",
+                *_each(
+                    "0.14.0 0.14.1",
+                    "entrypoints/openai/cli_args.py L283-287 (--api-server-count default 1)",
+                ),
             ),
             marker=IncarnationMarker.PRESENT_UNLESS_MULTIPROCESS_REGISTRY,
             statement="present in single-registry mode (api_server_count 1, the default); "
@@ -896,8 +930,10 @@ def _marker() -> list[tuple[Question, tuple[Law, ...]]]:
         ),
         _marker_law(
             question=_MARKER_QUESTION,
-            span=span("0.17.0", _NEWEST),
+            span=span("0.15.0", _NEWEST),
             sources=(
+                "v0.15.0: entrypoints/cli/serve.py L82-95 (api_server_count None -> DP size)",
+                "v0.15.0: entrypoints/openai/cli_args.py L286-289 (--api-server-count None)",
                 "v0.17.0: entrypoints/cli/serve.py L82-95 (api_server_count None -> DP size)",
                 *_each(
                     "0.23.0 0.26.0 0.27.0 0.29.0 0.31.0 0.32.0",
