@@ -5,6 +5,7 @@ person reads in the audit's table written out by hand for one case of each check
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from packaging.version import Version
@@ -29,6 +30,7 @@ from vllm_evidence.audit import (
     exit_status,
     route_table_from_log,
 )
+from vllm_evidence.audit.installed import app_routes
 from vllm_evidence.upstream import (
     CacheConfigLabelsLaw,
     CapacityLaw,
@@ -288,6 +290,53 @@ def test_routes_with_one_table_missing() -> None:
     assert "no plain log" in agreeing.detail
     assert check_route(law, _table(ALWAYS), gone).verdict is Verdict.DIFFERS
     assert check_route(law, gone, gone).verdict is Verdict.NOT_CHECKABLE
+
+
+@dataclass
+class _Route:  # starlette's Route / FastAPI's APIRoute: a path and its methods
+    path: str
+    methods: set[str] | None = None
+
+
+@dataclass
+class _Router:  # an APIRouter
+    routes: list[object] = field(default_factory=list)
+
+
+@dataclass
+class _Include:  # FastAPI's _RouterIncludeContext (0.16x)
+    prefix: str = ""
+
+
+@dataclass
+class _Included:  # FastAPI's _IncludedRouter (0.16x): one entry per include_router call
+    original_router: _Router
+    include_context: _Include
+
+
+def test_an_apps_routes_are_read_whether_or_not_fastapi_flattens_included_routers() -> None:
+    """FastAPI 0.136 copies an included router's routes into the app; 0.165 (installed
+    beside vLLM 0.23.0) keeps one entry per include_router, so a flat read of
+    ``app.routes`` saw no /version at all and the audit called every route law wrong."""
+    flat = [_Route("/version", {"GET"}), _Route("/metrics", None), _Route("/health", {"GET"})]
+    assert app_routes(flat) == frozenset({("/version", "GET"), ("/health", "GET")})
+    nested = _Router([_Route("/server_info", {"GET"}), _Route("/collective_rpc", {"POST"})])
+    dev = _Included(_Router([_Included(nested, _Include("/dev"))]), _Include())
+    lazy = [_Included(_Router([_Route("/version", {"GET", "HEAD"})]), _Include()), dev]
+    assert app_routes(lazy) == frozenset(
+        {
+            ("/version", "GET"),
+            ("/version", "HEAD"),
+            ("/dev/server_info", "GET"),
+            ("/dev/collective_rpc", "POST"),
+        }
+    )
+
+
+def test_a_route_of_an_unknown_kind_makes_the_table_unreadable_not_shorter() -> None:
+    got = app_routes([_Route("/version", {"GET"}), object()])
+    assert isinstance(got, Unavailable)
+    assert "kind object has no path" in got.why
 
 
 def test_the_real_dev_log_route_table() -> None:

@@ -3,13 +3,14 @@
 :func:`probe_installed_vllm` runs inside a vLLM environment and returns plain data
 (:class:`~vllm_evidence.audit.Installed`) that :func:`~vllm_evidence.audit.audit`
 compares with the laws.  It is exercised against a real vLLM by ``scripts/audit-upstream``
-(run by ``.ci/run``), not by the unit tests, which have no vLLM; mutation testing leaves
-this module out for that reason (see ``docs/mutation.md``).
+(run by ``.ci/run``), not by the unit tests, which have no vLLM (they read
+:func:`app_routes` alone, on route objects of both FastAPI shapes); mutation testing
+leaves this module out for that reason (see ``docs/mutation.md``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,7 @@ from vllm_evidence.audit import (
     engine_label_added,
 )
 
-__all__ = ["probe_installed_vllm"]
+__all__ = ["app_routes", "probe_installed_vllm"]
 
 
 def _module_source(name: str) -> str | Unavailable:
@@ -116,6 +117,37 @@ def _router_registration() -> Callable[[Any, Any], Any]:
     return register_old
 
 
+def app_routes(routes: Iterable[Any]) -> frozenset[tuple[str, str]] | Unavailable:
+    """``(path, METHOD)`` of every route an app serves, included routers flattened.
+
+    FastAPI up to 0.13x copies an included router's routes into the app's list; later
+    releases (0.165 with vLLM 0.23.0's unpinned requirements) keep one
+    ``_IncludedRouter`` entry per ``include_router`` call, holding the router and its
+    prefix.  Both are read: an entry with ``original_router`` and ``include_context`` is
+    walked (its prefix joined in front), one with ``path`` and ``methods`` is a route,
+    one with a path and no methods (a mount, a websocket) serves no HTTP method we ask
+    about.  Any other kind makes the table unreadable, never silently shorter.
+    """
+    found: set[tuple[str, str]] = set()
+    pending: list[tuple[str, Any]] = [("", route) for route in routes]
+    while pending:
+        prefix, route = pending.pop()
+        router = getattr(route, "original_router", None)
+        context = getattr(route, "include_context", None)
+        if router is not None and context is not None:
+            inner = prefix + str(getattr(context, "prefix", "") or "")
+            pending.extend((inner, child) for child in getattr(router, "routes", ()))
+            continue
+        path = getattr(route, "path", None)
+        if not isinstance(path, str):
+            return Unavailable(
+                f"cannot read the router set: a route of kind {type(route).__name__} has no path"
+            )
+        for method in getattr(route, "methods", None) or ():
+            found.add((prefix + path, str(method).upper()))
+    return frozenset(found)
+
+
 def _built_route_tables() -> tuple[RouteTable | Unavailable, RouteTable | Unavailable]:
     """Both route tables, from the router registration a launch runs (no server)."""
     import argparse
@@ -143,11 +175,10 @@ def _built_route_tables() -> tuple[RouteTable | Unavailable, RouteTable | Unavai
             except Exception as exc:  # noqa: BLE001  # version-specific; report, don't crash
                 tables.append(Unavailable(f"cannot build the router set: {exc!r}"))
                 continue
-            routes = frozenset(
-                (str(r.path), str(m).upper())
-                for r in app.routes
-                for m in (getattr(r, "methods", None) or ())
-            )
+            routes = app_routes(app.routes)
+            if isinstance(routes, Unavailable):
+                tables.append(routes)
+                continue
             tables.append(RouteTable(routes, origin.format(flag)))
     finally:
         if saved is None:
