@@ -53,6 +53,8 @@ def _dir(scenario: str) -> Path:
 
 # (release/scenario, version, (TP, PP, DP), global ranks the log maps, capacity per engine)
 SCENARIOS: list[tuple[str, str, tuple[int, int, int], tuple[int, ...], tuple[int, ...]]] = [
+    ("vllm-0.23.0-cpu/tp1", "0.23.0", (1, 1, 1), (0,), (2_097_152,)),
+    ("vllm-0.23.0-cpu/tp2", "0.23.0", (2, 1, 1), (0, 1), (4_194_304,)),
     ("vllm-0.26.0-cpu/tp1", "0.26.0", (1, 1, 1), (0,), (2_097_152,)),
     ("vllm-0.26.0-cpu/tp2", "0.26.0", (2, 1, 1), (0, 1), (4_194_304,)),
     ("vllm-0.29.0-cpu/tp2", "0.29.0", (2, 1, 1), (0, 1), (4_194_304,)),
@@ -221,6 +223,20 @@ OLDER: list[tuple[str, str, tuple[str, str, str, str, str, str]]] = [
             "established",
             "established",
             "not_group_aware",
+            "established",
+            "established",
+        ),
+    ),
+    # The first release whose log line is read as a group-aware capacity that was also
+    # run here; no kv_cache_size_tokens label yet, so the log alone carries it.
+    (
+        "vllm-0.23.0-cpu/tp1",
+        "0.23.0",
+        (
+            "established",
+            "established",
+            "established",
+            "established",
             "established",
             "established",
         ),

@@ -283,6 +283,7 @@ def _routes() -> list[tuple[Question, tuple[Law, ...]]]:
                 (
                     "v0.23.0: entrypoints/openai/api_server.py L197-200 (VLLM_SERVER_DEV_MODE)",
                     "v0.23.0: entrypoints/serve/dev/rlhf/api_router.py L167",
+                    "first-hand v0.23.0: /get_world_size answered with development mode",
                     "v0.26.0: entrypoints/serve/__init__.py L45-47, dev/rlhf/api_router.py L211",
                     "first-hand v0.26.0: /get_world_size answered with development mode",
                     "v0.27.0: entrypoints/serve/__init__.py register_vllm_dev_api_routers",
@@ -526,6 +527,7 @@ def _capacity() -> list[tuple[Question, tuple[Law, ...]]]:
                         "v0.23.0: v1/core/kv_cache_utils.py L1720-1750 (max_concurrency × "
                         "max_model_len), L2075-2088 (after the minimum over ranks)"
                     ),
+                    "first-hand v0.23.0: one two-line capacity report from EngineCore (TP=1, 2)",
                     "v0.26.0: v1/core/kv_cache_utils.py L2155-2183",
                     "v0.27.0: v1/core/kv_cache_utils.py L1877-1887, L2235-2236",
                     "v0.29.0: v1/core/kv_cache_utils.py L2029-2034",
@@ -564,6 +566,7 @@ def _capacity() -> list[tuple[Question, tuple[Law, ...]]]:
                 (
                     "v0.20.0: config/cache.py CacheConfig (no kv_cache_size_tokens)",
                     "v0.23.0: no kv_cache_size_tokens anywhere in vllm/",
+                    "first-hand v0.23.0: no kv_cache_size_tokens on vllm:cache_config_info",
                 ),
                 "vllm:cache_config_info has no kv_cache_size_tokens label (read up to 0.23.0)",
             ),
@@ -1089,7 +1092,13 @@ def _cache_config_labels() -> list[tuple[Question, tuple[Law, ...]]]:
         ),
         law("0.10.2", "0.11.0", _LABELS_0_10_2, f"v0.10.2: {fields}", f"v0.11.0: {fields}"),
         law("0.13.0", "0.13.0", _LABELS_0_13_0, f"v0.13.0: {fields}"),
-        law("0.20.0", "0.20.0", _LABELS_0_20_0, f"v0.20.0: {fields}"),
+        law(
+            "0.20.0",
+            "0.23.0",
+            _LABELS_0_20_0,
+            *_each("0.20.0 0.20.1 0.22.1 0.23.0", fields),
+            "first-hand v0.23.0: vllm:cache_config_info labels on /metrics (CPU, TP=1, TP=2)",
+        ),
         law(
             "0.26.0",
             "0.26.0",
