@@ -105,7 +105,7 @@ def test_the_table_lists_the_read_releases_on_each_side_of_a_change() -> None:
         "0.9.2",
         "0.10.1.1",
         "0.11.0",
-        "0.12.0",
+        "0.11.1",
         "0.14.0",
         "0.14.1",
         "0.15.0",

@@ -111,17 +111,16 @@ def test_health_failure_marker_and_card_laws() -> None:
 
 
 def test_a_law_not_established_lists_the_known_spans() -> None:
-    law = _laws("0.11.1").capacity(CapacitySource.LOG_CAPACITY_LINE)
+    law = _laws("0.24.0rc1").capacity(CapacitySource.LABEL_KV_CACHE_SIZE_TOKENS)
     assert isinstance(law, LawNotEstablished)
     assert law_json(law) == {
-        "question": "capacity.log_capacity_line",
+        "question": "capacity.label_kv_cache_size_tokens",
         "established": False,
-        "statement": "not established for 0.11.1 (laws read for 0.8.5 .. 0.11.0, "
-        "0.12.0 .. 0.20.0, 0.20.1 .. 0.33.0)",
+        "statement": "not established for 0.24.0rc1 (laws read for 0.6.6.post1 .. 0.23.0, "
+        "0.24.0 .. 0.33.0)",
         "known_spans": [
-            {"first": "0.8.5", "last": "0.11.0"},
-            {"first": "0.12.0", "last": "0.20.0"},
-            {"first": "0.20.1", "last": "0.33.0"},
+            {"first": "0.6.6.post1", "last": "0.23.0"},
+            {"first": "0.24.0", "last": "0.33.0"},
         ],
     }
     single = law_json(_laws("0.9.1").health(ExecutorBackend.UNI))

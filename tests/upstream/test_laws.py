@@ -204,13 +204,13 @@ def test_capacity_authority_by_release() -> None:
     assert _authority("0.21.0", line) == CapacityAuthority.AUTHORITATIVE
     assert _authority("0.23.0", line) == CapacityAuthority.AUTHORITATIVE
     assert _authority("0.15.1", line) == CapacityAuthority.NOT_GROUP_AWARE
-    # 0.11.0 logs per worker before the minimum; 0.12.0 once per engine after it.  0.11.1
-    # and 0.11.2 log the size once after the minimum but the concurrency line once per
-    # rank: neither law describes them, so they get no answer.
-    assert _authority("0.12.0", line) == CapacityAuthority.NOT_GROUP_AWARE
+    # 0.11.0 logs per worker before the minimum; 0.11.1 once per engine after it (the
+    # concurrency line still once per rank), as 0.12.0 does.
     assert _authority("0.11.0", line) == CapacityAuthority.PER_WORKER_BEFORE_REDUCTION
-    assert isinstance(_laws("0.11.1").capacity(line), LawNotEstablished)
-    assert isinstance(_laws("0.11.2").capacity(line), LawNotEstablished)
+    assert _authority("0.11.1", line) == CapacityAuthority.NOT_GROUP_AWARE
+    assert _authority("0.11.2", line) == CapacityAuthority.NOT_GROUP_AWARE
+    assert _authority("0.12.0", line) == CapacityAuthority.NOT_GROUP_AWARE
+    assert isinstance(_laws("0.11.1rc1").capacity(line), LawNotEstablished)
     assert _authority("0.10.1.1", line) == CapacityAuthority.PER_WORKER_BEFORE_REDUCTION
     assert _authority("0.32.0", product) == CapacityAuthority.INSUFFICIENT
     assert _authority("0.9.2", product) == CapacityAuthority.INSUFFICIENT

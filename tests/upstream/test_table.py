@@ -68,7 +68,7 @@ EXPECTED: list[tuple[str, str, str, str]] = [
     ("parallel_evidence./collective_rpc", "0.10.2", NEW, "worker_fan_out, no dp"),
     ("identity.model_card", OLD, NEW, "model card"),
     ("capacity.log_capacity_line", "0.8.5", "0.11.0", "per_worker_before_reduction"),
-    ("capacity.log_capacity_line", "0.12.0", "0.20.0", "not_group_aware"),
+    ("capacity.log_capacity_line", "0.11.1", "0.20.0", "not_group_aware"),
     ("capacity.log_capacity_line", "0.20.1", NEW, "authoritative"),
     ("capacity.log_v0_blocks", OLD, "0.10.2", "needs_block_size_from_same_launch"),
     ("capacity.label_kv_cache_size_tokens", OLD, "0.23.0", "absent"),

@@ -497,10 +497,15 @@ def _capacity() -> list[tuple[Question, tuple[Law, ...]]]:
             ),
             law(
                 log,
-                "0.12.0",
+                "0.11.1",
                 "0.20.0",
                 CapacityAuthority.NOT_GROUP_AWARE,
                 (
+                    *_each(
+                        "0.11.1 0.11.2",
+                        "v1/core/kv_cache_utils.py L1202-1239 (_report_kv_cache_config; "
+                        "size info_once, concurrency per rank), L1325-1338 (after the minimum)",
+                    ),
                     (
                         "v0.12.0: v1/core/kv_cache_utils.py L1254-1297 "
                         "(_report_kv_cache_config), L1380-1393 (after the minimum over ranks)"
@@ -511,7 +516,8 @@ def _capacity() -> list[tuple[Question, tuple[Law, ...]]]:
                     "v0.20.0: v1/core/kv_cache_utils.py L1711, L1716",
                 ),
                 "logged once per engine after the minimum over ranks, but computed as "
-                "num_blocks // groups × min block size: hybrid layouts are misreported",
+                "num_blocks // groups × min block size: hybrid layouts are misreported "
+                "(0.11.1 and 0.11.2 repeat the concurrency line once per rank)",
             ),
             law(
                 log,
