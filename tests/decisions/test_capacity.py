@@ -726,13 +726,21 @@ def test_capacity_figure_without_its_version() -> None:
 
 
 def test_capacity_release_between_disagreeing_readings() -> None:
+    """0.23.0 has no such label, 0.24.0 sets it: a build between them gets no answer."""
     _says(
-        _capacity_refused(bundle(version_body("0.25.0"), cache_config_metrics(LABEL_0_32))),
+        _capacity_refused(bundle(version_body("0.24.0rc1"), cache_config_metrics(LABEL_0_32))),
         CapacityReason.LAW_NOT_ESTABLISHED,
-        "label_kv_cache_size_tokens: not established for 0.25.0 (laws read for "
-        "0.6.6.post1 .. 0.23.0, 0.26.0 .. 0.33.0)",
+        "label_kv_cache_size_tokens: not established for 0.24.0rc1 (laws read for "
+        "0.6.6.post1 .. 0.23.0, 0.24.0 .. 0.33.0)",
         "none: no law covers this source in this release",
     )
+
+
+def test_the_label_of_a_release_after_the_reading_that_set_it_is_read() -> None:
+    """0.25.0 lies between 0.24.0 and 0.26.0, both of which set the label alike."""
+    decision = _established(bundle(version_body("0.25.0"), cache_config_metrics(LABEL_0_32)))
+    assert _tokens(decision) == [("0", 4194304)]
+    assert decision.engines[0].source_kind is CapacitySource.LABEL_KV_CACHE_SIZE_TOKENS
 
 
 def test_capacity_release_outside_the_table() -> None:

@@ -81,7 +81,7 @@ EXPECTED: list[tuple[str, str, str, str]] = [
     ("metrics.cache_config_info.labels", "0.8.5", "0.8.5", "14 labels"),
     ("metrics.cache_config_info.labels", "0.9.2", "0.9.2", "16 labels"),
     ("metrics.cache_config_info.labels", "0.10.2", "0.11.0", "21 labels"),
-    ("metrics.cache_config_info.labels", "0.13.0", "0.13.0", "23 labels"),
+    ("metrics.cache_config_info.labels", "0.11.1", "0.13.0", "23 labels"),
     ("metrics.cache_config_info.labels", "0.20.0", "0.23.0", "26 labels"),
     ("metrics.cache_config_info.labels", "0.26.0", "0.26.0", "29 labels"),
     ("metrics.cache_config_info.labels", "0.27.0", "0.27.0", "31 labels"),

@@ -124,7 +124,12 @@ class ParallelEstablished(Sealed):
     def detail(self) -> str:
         """One line for a person."""
         c = self.configuration
-        pids = ", ".join(f"rank {r.rank} pid {r.pid}" for r in self.ranks)
+        # A rank line printed before the worker's process tag (0.11) names no pid: its
+        # place in the log says where it was seen instead.
+        pids = ", ".join(
+            f"rank {r.rank} pid {r.pid}" if r.pid is not None else f"rank {r.rank} ({r.source})"
+            for r in self.ranks
+        )
         return (
             f"TP={c.tensor_parallel_size} PP={c.pipeline_parallel_size} "
             f"DP={c.data_parallel_size} from {c.source}; every expected rank present ({pids})"

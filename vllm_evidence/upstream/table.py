@@ -506,6 +506,7 @@ def _capacity() -> list[tuple[Question, tuple[Law, ...]]]:
                         "v1/core/kv_cache_utils.py L1202-1239 (_report_kv_cache_config; "
                         "size info_once, concurrency per rank), L1325-1338 (after the minimum)",
                     ),
+                    "first-hand v0.11.1: one size line and one concurrency line per rank (TP=2)",
                     (
                         "v0.12.0: v1/core/kv_cache_utils.py L1254-1297 "
                         "(_report_kv_cache_config), L1380-1393 (after the minimum over ranks)"
@@ -1097,7 +1098,13 @@ def _cache_config_labels() -> list[tuple[Question, tuple[Law, ...]]]:
             "v0.9.2: async_llm.py L131-133 (log_engine_initialized; engine label)",
         ),
         law("0.10.2", "0.11.0", _LABELS_0_10_2, f"v0.10.2: {fields}", f"v0.11.0: {fields}"),
-        law("0.13.0", "0.13.0", _LABELS_0_13_0, f"v0.13.0: {fields}"),
+        law(
+            "0.11.1",
+            "0.13.0",
+            _LABELS_0_13_0,
+            *_each("0.11.1 0.11.2 0.12.0 0.13.0", fields),
+            "first-hand v0.11.1: vllm:cache_config_info labels on /metrics (CPU, TP=2)",
+        ),
         law(
             "0.20.0",
             "0.23.0",
