@@ -94,7 +94,7 @@ def test_capacity_and_format_laws() -> None:
 def test_health_failure_marker_and_card_laws() -> None:
     laws = _laws("0.10.2")
     health = laws.health(ExecutorBackend.RAY)
-    assert law_json(health) == _common(health, "health.ray", "0.9.2", "0.20.0") | {
+    assert law_json(health) == _common(health, "health.ray", "0.9.2", "0.20.2") | {
         "backend": "ray",
         "coverage": "workers_not_watched",
     }

@@ -232,6 +232,10 @@ def test_health_coverage_by_backend() -> None:
     assert isinstance(_laws("0.9.1").health(ExecutorBackend.RAY), LawNotEstablished)
     assert isinstance(_laws("0.9.1").health(ExecutorBackend.MP), LawNotEstablished)
     assert isinstance(_laws("0.32.0").health(ExecutorBackend.RAY), LawNotEstablished)
+    # The legacy Ray executor is the default up to 0.20.2; from 0.21.0 RayExecutorV2 is,
+    # and the legacy one stays selectable by an environment variable: no law.
+    assert _coverage("0.20.2", ExecutorBackend.RAY) == HealthCoverage.WORKERS_NOT_WATCHED
+    assert isinstance(_laws("0.21.0").health(ExecutorBackend.RAY), LawNotEstablished)
     assert isinstance(_laws("0.32.0").health(ExecutorBackend.EXTERNAL_LAUNCHER), LawNotEstablished)
     assert _failure_status("0.32.0") == 503
     assert _failure_status("0.10.1.1") == 500

@@ -93,7 +93,7 @@ EXPECTED: list[tuple[str, str, str, str]] = [
     ("health.mp", "0.9.2", NEW, "worker_death_reaches"),
     ("health.ray", OLD, OLD, "workers_not_watched"),
     ("health.ray", "0.8.5", "0.8.5", "api_server_only"),
-    ("health.ray", "0.9.2", "0.20.0", "workers_not_watched"),
+    ("health.ray", "0.9.2", "0.20.2", "workers_not_watched"),
     ("health.ray", NEW, NEW, "worker_death_reaches"),
     ("health.uni", "0.8.5", "0.8.5", "api_server_only"),
     ("health.uni", "0.9.2", NEW, "engine_process"),

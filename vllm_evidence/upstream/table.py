@@ -760,7 +760,7 @@ def _health() -> list[tuple[Question, tuple[Law, ...]]]:
             law(
                 ray,
                 "0.9.2",
-                "0.20.0",
+                "0.20.2",
                 HealthCoverage.WORKERS_NOT_WATCHED,
                 (
                     "v0.9.2: executor/ray_distributed_executor.py L698-701 (no-op)",
@@ -777,8 +777,13 @@ def _health() -> list[tuple[Question, tuple[Law, ...]]]:
                         "v0.20.0: v1/executor/ray_executor.py (no worker monitor); "
                         "VLLM_USE_RAY_V2_EXECUTOR_BACKEND defaults to 0"
                     ),
+                    *_each(
+                        "0.20.1 0.20.2",
+                        "v1/executor/ray_executor.py as 0.20.0's; envs.py L778-779 "
+                        "(VLLM_USE_RAY_V2_EXECUTOR_BACKEND defaults to 0)",
+                    ),
                     (
-                        "v0.23.0: envs.py L880-881 (VLLM_USE_RAY_V2_EXECUTOR_BACKEND defaults "
+                        "v0.21.0: envs.py L786-787 (VLLM_USE_RAY_V2_EXECUTOR_BACKEND defaults "
                         "to 1 from here; the legacy executor stays selectable: no law there)"
                     ),
                 ),
