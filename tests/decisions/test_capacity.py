@@ -330,14 +330,19 @@ def test_a_figure_without_a_version_from_its_source_is_version_unobserved() -> N
 
 
 def test_a_release_between_disagreeing_read_releases_has_no_law() -> None:
-    refused = _refused(bundle(version_body("0.25.0"), cache_config_metrics(LABEL_0_32)))
+    refused = _refused(bundle(version_body("0.24.0rc1"), cache_config_metrics(LABEL_0_32)))
     assert refused.reason is CapacityReason.LAW_NOT_ESTABLISHED
-    assert "0.25.0" in refused.detail
-    # The log line's law changed between 0.20.0 and 0.23.0 (both read).
-    from_log = _refused(None, log(banner("0.21.0") + two_line_capacity("1,000")))
+    assert "0.24.0rc1" in refused.detail
+    # The log line's law changed between 0.20.0 and 0.20.1 (both read): a build between
+    # them has none, 0.20.1 and 0.21.0 (inside 0.20.1 .. 0.33.0) read it as authoritative.
+    from_log = _refused(None, log(banner("0.20.1rc1") + two_line_capacity("1,000")))
     assert from_log.reason is CapacityReason.LAW_NOT_ESTABLISHED
-    grown = _established(None, log(banner("0.23.0") + two_line_capacity("1,000")))
-    assert [str(e.tokens) for e in grown.engines] == ["1,000 tokens"]
+    for grown_in in ("0.20.1", "0.21.0", "0.23.0"):
+        grown = _established(None, log(banner(grown_in) + two_line_capacity("1,000")))
+        assert [str(e.tokens) for e in grown.engines] == ["1,000 tokens"], grown_in
+    old = _capacity(None, log(banner("0.20.0") + two_line_capacity("1,000")))
+    assert isinstance(old, CapacityReported)
+    assert old.reason is CapacityReason.NOT_GROUP_AWARE
 
 
 def test_a_release_outside_the_table_is_not_established() -> None:
@@ -593,7 +598,7 @@ def test_capacity_refusals_carry_every_law_they_weighed() -> None:
     assert blocks.reason is CapacityReason.INSUFFICIENT_AUTHORITY
     assert all(isinstance(law, CapacityLaw) for law in blocks.laws)
     assert [law.question.key for law in blocks.laws] == ["capacity.label_blocks_times_block_size"]
-    unknown = assess(bundle(version_body("0.25.0"), cache_config_metrics(label))).capacity
+    unknown = assess(bundle(version_body("0.24.0rc1"), cache_config_metrics(label))).capacity
     assert isinstance(unknown, CapacityRefused)
     assert unknown.reason is CapacityReason.LAW_NOT_ESTABLISHED
     assert [type(law).__name__ for law in unknown.laws] == ["LawNotEstablished"]

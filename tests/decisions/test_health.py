@@ -90,9 +90,10 @@ def test_ray_between_read_releases_has_no_law() -> None:
 
 
 def test_an_unobserved_backend_is_refused_before_a_missing_law() -> None:
-    # 0.9.1 has no mp law; without a backend the earlier arm names the backend
-    assert _refused(bundle(version_body("0.9.1"))).reason is HealthReason.BACKEND_UNOBSERVED
-    assert _refused(backend_bundle("0.9.1", "mp")).reason is HealthReason.LAW_NOT_ESTABLISHED
+    # 0.9.2rc1 (between 0.9.1 and 0.9.2, whose mp laws differ) has no mp law; without a
+    # backend the earlier arm names the backend
+    assert _refused(bundle(version_body("0.9.2rc1"))).reason is HealthReason.BACKEND_UNOBSERVED
+    assert _refused(backend_bundle("0.9.2rc1", "mp")).reason is HealthReason.LAW_NOT_ESTABLISHED
     # with development mode off, the real capture shows no backend over HTTP
     assert _refused(probe_stub(faults=dev_routes_404())).reason is HealthReason.BACKEND_UNOBSERVED
 

@@ -102,6 +102,7 @@ def test_the_table_lists_the_read_releases_on_each_side_of_a_change() -> None:
     """0.8.5 to 0.32.0: every release where a column changes, and the read release before it."""
     assert list(_rows()) == [
         "0.8.5",
+        "0.9.1",
         "0.9.2",
         "0.10.1.1",
         "0.11.0",

@@ -123,8 +123,10 @@ def test_a_law_not_established_lists_the_known_spans() -> None:
             {"first": "0.24.0", "last": "0.33.0"},
         ],
     }
-    single = law_json(_laws("0.9.1").health(ExecutorBackend.UNI))
-    assert single["statement"] == "not established for 0.9.1 (laws read for 0.8.5, 0.9.2 .. 0.33.0)"
+    single = law_json(_laws("0.7.3").route(Route.SERVER_INFO))
+    assert single["statement"] == (
+        "not established for 0.7.3 (laws read for 0.6.6.post1, 0.8.5 .. 0.33.0)"
+    )
     nowhere = law_json(_laws("0.32.0").health(ExecutorBackend.EXTERNAL_LAUNCHER))
     assert nowhere["known_spans"] == []
     assert str(nowhere["statement"]).startswith("not established for any release: ")

@@ -223,14 +223,16 @@ def test_health_coverage_by_backend() -> None:
     assert _coverage("0.33.0", ExecutorBackend.RAY) == HealthCoverage.WORKER_DEATH_REACHES
     assert _coverage("0.8.5", ExecutorBackend.RAY) == HealthCoverage.API_SERVER_ONLY
     # 0.9.2 and 0.10.1.1 were read (check_health raises once the engine is dead; Ray:
-    # no-op); 0.9.0 and 0.9.1 lie between 0.8.5 (check_health logs only) and 0.9.2:
+    # no-op); 0.9.0.1 and 0.9.1 still only log, as 0.8.5 does:
     assert _coverage("0.10.1.1", ExecutorBackend.RAY) == HealthCoverage.WORKERS_NOT_WATCHED
     assert _coverage("0.10.1.1", ExecutorBackend.MP) == HealthCoverage.WORKER_DEATH_REACHES
     assert _coverage("0.9.2", ExecutorBackend.MP) == HealthCoverage.WORKER_DEATH_REACHES
     assert _coverage("0.9.2", ExecutorBackend.UNI) == HealthCoverage.ENGINE_PROCESS
     assert _coverage("0.9.2", ExecutorBackend.RAY) == HealthCoverage.WORKERS_NOT_WATCHED
-    assert isinstance(_laws("0.9.1").health(ExecutorBackend.RAY), LawNotEstablished)
-    assert isinstance(_laws("0.9.1").health(ExecutorBackend.MP), LawNotEstablished)
+    assert _coverage("0.9.1", ExecutorBackend.MP) == HealthCoverage.API_SERVER_ONLY
+    assert _coverage("0.9.1", ExecutorBackend.UNI) == HealthCoverage.API_SERVER_ONLY
+    assert _coverage("0.9.0.1", ExecutorBackend.RAY) == HealthCoverage.API_SERVER_ONLY
+    assert isinstance(_laws("0.9.2rc1").health(ExecutorBackend.MP), LawNotEstablished)
     assert isinstance(_laws("0.32.0").health(ExecutorBackend.RAY), LawNotEstablished)
     # The legacy Ray executor is the default up to 0.20.2; from 0.21.0 RayExecutorV2 is,
     # and the legacy one stays selectable by an environment variable: no law.

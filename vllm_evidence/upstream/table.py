@@ -697,11 +697,15 @@ def _health() -> list[tuple[Question, tuple[Law, ...]]]:
             statement=statement,
         )
 
-    v085 = ("v0.8.5: v1/engine/async_llm.py check_health (logs only, no errored check)",)
+    v085 = (
+        "v0.8.5: v1/engine/async_llm.py check_health (logs only, no errored check)",
+        "v0.9.0.1: v1/engine/async_llm.py L475-476 (logs only, no errored check)",
+        "v0.9.1: v1/engine/async_llm.py L487-488 (logs only, no errored check)",
+    )
     flag = "v0.33.0: v1/engine/async_llm.py L1129-1134, L1385-1386 (errored flag)"
     nothing = (
-        "V1 0.8.5: check_health only logs 'Called check_health.'; a 200 means the API "
-        "server answered"
+        "V1 0.8.5 to 0.9.1: check_health only logs 'Called check_health.'; a 200 means "
+        "the API server answered"
     )
     mp = ExecutorBackend.MP
     ray = ExecutorBackend.RAY
@@ -720,7 +724,7 @@ def _health() -> list[tuple[Question, tuple[Law, ...]]]:
                 "V0 mp: the heartbeat calls the executor's check_health, which checks the "
                 "worker monitor processes are alive",
             ),
-            law(mp, "0.8.5", "0.8.5", HealthCoverage.API_SERVER_ONLY, v085, nothing),
+            law(mp, "0.8.5", "0.9.1", HealthCoverage.API_SERVER_ONLY, v085, nothing),
             law(
                 mp,
                 "0.9.2",
@@ -756,7 +760,7 @@ def _health() -> list[tuple[Question, tuple[Law, ...]]]:
                 ("v0.6.6.post1: RayGPUExecutor inherits GPUExecutor.check_health (no-op)",),
                 "V0 ray: check_health returns at once; Ray workers are assumed healthy",
             ),
-            law(ray, "0.8.5", "0.8.5", HealthCoverage.API_SERVER_ONLY, v085, nothing),
+            law(ray, "0.8.5", "0.9.1", HealthCoverage.API_SERVER_ONLY, v085, nothing),
             law(
                 ray,
                 "0.9.2",
@@ -805,7 +809,7 @@ def _health() -> list[tuple[Question, tuple[Law, ...]]]:
             ),
         ),
         uni: (
-            law(uni, "0.8.5", "0.8.5", HealthCoverage.API_SERVER_ONLY, v085, nothing),
+            law(uni, "0.8.5", "0.9.1", HealthCoverage.API_SERVER_ONLY, v085, nothing),
             law(
                 uni,
                 "0.9.2",
