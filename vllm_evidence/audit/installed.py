@@ -62,20 +62,32 @@ def _executor_backends() -> tuple[str, ...] | Unavailable:
     return tuple(str(arg) for arg in typing.get_args(DistributedExecutorBackend))
 
 
+#: Where the ``--api-key`` middleware keeps ``GUARDED_PREFIX``, newest first: its own
+#: module from 0.29, ``serve/utils/server_utils.py`` in 0.23 to 0.28.  Before 0.23 the
+#: guard tests a literal ``"/v1"`` inside the middleware, which is not read here.
+_GUARD_MODULES = (
+    "vllm.entrypoints.serve.middleware.authenticate",
+    "vllm.entrypoints.serve.utils.server_utils",
+)
+
+
 def _guarded_prefixes() -> tuple[str, ...] | Unavailable:
-    """``GUARDED_PREFIX`` of the ``--api-key`` middleware (0.32 on; older releases guard
-    inside ``api_server.py`` and are not read here)."""
+    """``GUARDED_PREFIX`` of the ``--api-key`` middleware, from the first module of
+    :data:`_GUARD_MODULES` the installed release has."""
     import importlib
 
-    name = "vllm.entrypoints.serve.middleware.authenticate"
-    try:
-        module = importlib.import_module(name)
-    except ImportError as exc:
-        return Unavailable(f"no {name} ({exc})")
-    prefixes = getattr(module, "GUARDED_PREFIX", None)
-    if not isinstance(prefixes, tuple) or not all(isinstance(p, str) for p in prefixes):
-        return Unavailable(f"{name} has no GUARDED_PREFIX tuple")
-    return tuple(prefixes)
+    missing = []
+    for name in _GUARD_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ImportError as exc:
+            missing.append(f"no {name} ({exc})")
+            continue
+        prefixes = getattr(module, "GUARDED_PREFIX", None)
+        if not isinstance(prefixes, tuple) or not all(isinstance(p, str) for p in prefixes):
+            return Unavailable(f"{name} has no GUARDED_PREFIX tuple")
+        return tuple(prefixes)
+    return Unavailable("; ".join(missing))
 
 
 def _router_registration() -> Callable[[Any, Any], Any]:
