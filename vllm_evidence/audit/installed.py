@@ -63,11 +63,13 @@ def _executor_backends() -> tuple[str, ...] | Unavailable:
 
 
 #: Where the ``--api-key`` middleware keeps ``GUARDED_PREFIX``, newest first: its own
-#: module from 0.29, ``serve/utils/server_utils.py`` in 0.23 to 0.28.  Before 0.23 the
-#: guard tests a literal ``"/v1"`` inside the middleware, which is not read here.
+#: module from 0.29, ``serve/utils/server_utils.py`` in 0.23 to 0.28,
+#: ``openai/server_utils.py`` in 0.22.  Before 0.22 the guard tests a literal ``"/v1"``
+#: inside the middleware, which is not read here.
 _GUARD_MODULES = (
     "vllm.entrypoints.serve.middleware.authenticate",
     "vllm.entrypoints.serve.utils.server_utils",
+    "vllm.entrypoints.openai.server_utils",
 )
 
 
