@@ -97,6 +97,18 @@ def _coverage(version: str, backend: ExecutorBackend) -> HealthCoverage:
     return law.coverage
 
 
+def _format(version: str) -> CapacityLogFormat:
+    law = _laws(version).capacity_log_format()
+    assert isinstance(law, CapacityLogFormatLaw), law.statement
+    return law.format
+
+
+def _marker(version: str) -> IncarnationMarker:
+    law = _laws(version).incarnation_marker()
+    assert isinstance(law, IncarnationMarkerLaw), law.statement
+    return law.marker
+
+
 def _failure_status(version: str) -> int:
     law = _laws(version).health_failure()
     assert isinstance(law, HealthFailureLaw), law.statement
@@ -129,31 +141,16 @@ def test_spans_end_where_a_read_release_ends_them() -> None:
     assert isinstance(_laws("0.16.0").parallel_evidence(Route.GET_WORLD_SIZE), ParallelEvidenceLaw)
     assert _gate("0.10.1.1", Route.COLLECTIVE_RPC) == RouteGate.NOT_REGISTERED
     # The one-line capacity format: two lines up to 0.27.1, one line from 0.28.0.
-    formats = {
-        v: law.format
-        for v in ("0.27.0", "0.27.1", "0.28.0", "0.29.0")
-        if isinstance(law := _laws(v).capacity_log_format(), CapacityLogFormatLaw)
-    }
-    assert formats == {
-        "0.27.0": CapacityLogFormat.TWO_LINE,
-        "0.27.1": CapacityLogFormat.TWO_LINE,
-        "0.28.0": CapacityLogFormat.ONE_LINE,
-        "0.29.0": CapacityLogFormat.ONE_LINE,
-    }
+    two, one = CapacityLogFormat.TWO_LINE, CapacityLogFormat.ONE_LINE
+    formats = [_format(v) for v in ("0.27.0", "0.27.1", "0.28.0", "0.29.0")]
+    assert formats == [two, two, one, one]
     assert isinstance(_laws("0.28.0rc1").capacity_log_format(), LawNotEstablished)
     # --api-server-count: default 1 up to 0.14.1; from 0.15.0 None, which 'vllm serve'
     # turns into the DP size.
-    markers = {
-        v: marker.marker
-        for v in ("0.14.0", "0.14.1", "0.15.0", "0.17.0")
-        if isinstance(marker := _laws(v).incarnation_marker(), IncarnationMarkerLaw)
-    }
-    assert markers == {
-        "0.14.0": IncarnationMarker.PRESENT_UNLESS_MULTIPROCESS_REGISTRY,
-        "0.14.1": IncarnationMarker.PRESENT_UNLESS_MULTIPROCESS_REGISTRY,
-        "0.15.0": IncarnationMarker.ABSENT_BY_DEFAULT_WITH_DP,
-        "0.17.0": IncarnationMarker.ABSENT_BY_DEFAULT_WITH_DP,
-    }
+    present = IncarnationMarker.PRESENT_UNLESS_MULTIPROCESS_REGISTRY
+    absent_with_dp = IncarnationMarker.ABSENT_BY_DEFAULT_WITH_DP
+    markers = [_marker(v) for v in ("0.14.0", "0.14.1", "0.15.0", "0.17.0")]
+    assert markers == [present, present, absent_with_dp, absent_with_dp]
     assert isinstance(_laws("0.15.0rc1").incarnation_marker(), LawNotEstablished)
     # /server_info's text has no data_parallel_size up to 0.10.1.1, then has it.
     text_09 = _laws("0.9.2").parallel_evidence(Route.SERVER_INFO)
