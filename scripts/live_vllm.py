@@ -110,9 +110,11 @@ RELEASES: dict[str, Release] = {
         Release("0.9.2", "shim", "transformers==4.53.3", ("tp1",)),
         Release("0.11.0", "stub", "transformers<5", ("tp1",)),
         Release("0.11.1", "stub", "transformers<5", ("tp2",)),
+        Release("0.16.0", "pinned-torch", None, ("tp1",)),
         Release("0.20.0", "pinned-torch", None, ("tp1",)),
         Release("0.23.0", "pinned-torch", None, ("tp1", "tp2")),
         Release("0.26.0", "pinned-torch", None, ("tp1", "tp2")),
+        Release("0.28.0", "plain", None, ("tp1",)),
         Release("0.29.0", "plain", None, ("tp2", "pp2", "dp2")),
         Release(VLLM_VERSION, "plain"),
     )

@@ -57,6 +57,7 @@ SCENARIOS: list[tuple[str, str, tuple[int, int, int], tuple[int, ...], tuple[int
     ("vllm-0.23.0-cpu/tp1", "0.23.0", (1, 1, 1), (0,), (2_097_152,)),
     ("vllm-0.23.0-cpu/tp2", "0.23.0", (2, 1, 1), (0, 1), (4_194_304,)),
     ("vllm-0.26.0-cpu/tp1", "0.26.0", (1, 1, 1), (0,), (2_097_152,)),
+    ("vllm-0.28.0-cpu/tp1", "0.28.0", (1, 1, 1), (0,), (2_097_152,)),
     ("vllm-0.26.0-cpu/tp2", "0.26.0", (2, 1, 1), (0, 1), (4_194_304,)),
     ("vllm-0.29.0-cpu/tp2", "0.29.0", (2, 1, 1), (0, 1), (4_194_304,)),
     ("vllm-0.29.0-cpu/pp2", "0.29.0", (1, 2, 1), (0, 1), (4_194_304,)),
@@ -219,6 +220,20 @@ OLDER: list[tuple[str, str, tuple[str, str, str, str, str, str]]] = [
     (
         "vllm-0.20.0-cpu/tp1",
         "0.20.0",
+        (
+            "established",
+            "established",
+            "established",
+            "not_group_aware",
+            "established",
+            "established",
+        ),
+    ),
+    # /get_world_size registered behind development mode alone (answered here); the
+    # single worker runs in the engine core ('uni'); the log's figure is not group-aware.
+    (
+        "vllm-0.16.0-cpu/tp1",
+        "0.16.0",
         (
             "established",
             "established",

@@ -259,6 +259,7 @@ def _routes() -> list[tuple[Question, tuple[Law, ...]]]:
                         "v0.16.0: entrypoints/serve/__init__.py L67-71 and "
                         "entrypoints/openai/api_server.py L185-187 (every task)"
                     ),
+                    "first-hand v0.16.0: /get_world_size answered with development mode",
                 ),
             ),
             law(
@@ -647,6 +648,7 @@ def _capacity() -> list[tuple[Question, tuple[Law, ...]]]:
             span=span("0.28.0", _NEWEST),
             sources=(
                 "v0.28.0: v1/core/kv_cache_utils.py L1861-1876 (update_kv_cache_capacity)",
+                "first-hand v0.28.0: kv_cache_utils.py:1869 one line",
                 "v0.29.0: v1/core/kv_cache_utils.py L2032-2034 ('GPU KV cache size: …, ')",
                 "first-hand v0.29.0: one capacity line per engine",
                 "v0.31.0: v1/core/kv_cache_utils.py L2465 ('%s KV cache size: …')",
@@ -1006,6 +1008,8 @@ _LABELS_0_13_0 = _labels(
     kv_sharing_fast_prefill kv_cache_memory_bytes kv_offloading_size kv_offloading_backend
     engine"""
 )
+# 0.15.0 to 0.16.0 declare one field more (first-hand on 0.16.0's /metrics, CPU, TP=1).
+_LABELS_0_15_0 = _LABELS_0_13_0 | _labels("mamba_cache_mode")
 _LABELS_0_20_0 = _labels(
     """block_size user_specified_block_size user_specified_mamba_block_size hash_block_size
     gpu_memory_utilization cache_dtype is_attention_free num_gpu_blocks_override
@@ -1041,6 +1045,8 @@ _LABELS_0_27_0 = (_LABELS_0_20_0 - {"hash_block_size"}) | _labels(
     """prefix_match_unit skip_page_size_padded replayssm_buffer_len use_replayssm
     kv_cache_size_tokens kv_cache_max_concurrency"""
 )
+# 0.28.0 drops calculate_kv_scales (first-hand on its /metrics, CPU, TP=1).
+_LABELS_0_28_0 = _LABELS_0_27_0 - _labels("calculate_kv_scales")
 # Written out by hand from the real capture's /metrics body (CPU, TP=1).
 _LABELS_0_32_0 = _labels(
     """_block_size_resolved block_size cache_dtype cache_hit_alignment_tokens
@@ -1109,10 +1115,17 @@ def _cache_config_labels() -> list[tuple[Question, tuple[Law, ...]]]:
         law("0.10.2", "0.11.0", _LABELS_0_10_2, f"v0.10.2: {fields}", f"v0.11.0: {fields}"),
         law(
             "0.11.1",
-            "0.13.0",
+            "0.14.1",
             _LABELS_0_13_0,
-            *_each("0.11.1 0.11.2 0.12.0 0.13.0", fields),
+            *_each("0.11.1 0.11.2 0.12.0 0.13.0 0.14.0 0.14.1", fields),
             "first-hand v0.11.1: vllm:cache_config_info labels on /metrics (CPU, TP=2)",
+        ),
+        law(
+            "0.15.0",
+            "0.16.0",
+            _LABELS_0_15_0,
+            *_each("0.15.0 0.15.1 0.16.0", fields),
+            "first-hand v0.16.0: vllm:cache_config_info labels on /metrics (CPU, TP=1)",
         ),
         law(
             "0.20.0",
@@ -1129,7 +1142,14 @@ def _cache_config_labels() -> list[tuple[Question, tuple[Law, ...]]]:
             "v0.26.0: config/cache.py L232-235 (metrics_info: every __dict__ key)",
             "v0.26.0: v1/metrics/loggers.py L1076-1097 (engine label added)",
         ),
-        law("0.27.0", "0.27.0", _LABELS_0_27_0, f"v0.27.0: {fields}"),
+        law("0.27.0", "0.27.1", _LABELS_0_27_0, *_each("0.27.0 0.27.1", fields)),
+        law(
+            "0.28.0",
+            "0.28.0",
+            _LABELS_0_28_0,
+            f"v0.28.0: {fields}",
+            "first-hand v0.28.0: vllm:cache_config_info labels on /metrics (CPU, TP=1)",
+        ),
         law(
             "0.29.0",
             "0.29.0",
