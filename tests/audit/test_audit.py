@@ -576,3 +576,14 @@ def test_the_whole_audit_reads_the_guard_from_the_install() -> None:
         "route./server_info?config_format=json",
         "route./version",
     ]
+
+
+def test_dev_routes_registered_at_import_are_told_from_ones_registered_in_build_app() -> None:
+    """0.13 and older test VLLM_SERVER_DEV_MODE at the top level of api_server.py (routes
+    fixed when the module is imported); 0.14 on test it inside the registration."""
+    from vllm_evidence.audit.installed import _IMPORT_TIME_DEV_ROUTES
+
+    old = 'app = FastAPI()\n\nif envs.VLLM_SERVER_DEV_MODE:\n    @router.get("/server_info")\n'
+    new = "def build_app(args):\n    if envs.VLLM_SERVER_DEV_MODE:\n        attach(app)\n"
+    assert _IMPORT_TIME_DEV_ROUTES.search(old)
+    assert not _IMPORT_TIME_DEV_ROUTES.search(new)

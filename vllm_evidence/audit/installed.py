@@ -10,6 +10,7 @@ leaves this module out for that reason (see ``docs/mutation.md``).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -92,14 +93,21 @@ def _guarded_prefixes() -> tuple[str, ...] | Unavailable:
     return Unavailable("; ".join(missing))
 
 
-def _router_registration() -> Callable[[Any, Any], Any]:
+#: A development-mode test at the top level of ``api_server.py`` (0.13 and older): the
+#: development routes are registered once, when the module is first imported.
+_IMPORT_TIME_DEV_ROUTES = re.compile(r"^if envs\.VLLM_SERVER_DEV_MODE\b", re.MULTILINE)
+
+
+def _router_registration() -> Callable[[Any, Any], Any] | Unavailable:
     """How the installed release registers its routes on an app, without a server.
 
     0.32 on: ``vllm.entrypoints.launchers.api_server.routers.register_api_routers`` on a
     bare app.  Before (0.26.0 read): ``vllm.entrypoints.openai.api_server.build_app`` with
     the CLI's default arguments (``make_arg_parser`` over ``FlexibleArgumentParser``,
     which moved from ``vllm.utils`` to ``vllm.utils.argparse_utils``).  Raises
-    :class:`ImportError` when neither is there.
+    :class:`ImportError` when neither is there.  A release that registers its
+    development routes when ``api_server.py`` is imported (0.13 and older) cannot show
+    both modes' route sets in one process: :class:`Unavailable`.
     """
     import importlib
 
@@ -123,10 +131,28 @@ def _router_registration() -> Callable[[Any, Any], Any]:
     except (ImportError, AttributeError):
         parser_type = importlib.import_module("vllm.utils").FlexibleArgumentParser
 
+    import inspect
+
+    try:
+        source = inspect.getsource(api_server)
+    except (OSError, TypeError):
+        source = ""
+    if _IMPORT_TIME_DEV_ROUTES.search(source):
+        return Unavailable(
+            "this release registers its development routes when api_server.py is first "
+            "imported (a top-level 'if envs.VLLM_SERVER_DEV_MODE:'), so one process cannot "
+            "build both modes' router sets; pass --dev-log/--plain-log"
+        )
+    # build_app(args, supported_tasks, …) from 0.16 on; build_app(args) in 0.14 and 0.15,
+    # which register every route whatever the model's tasks.
+    takes_tasks = len(inspect.signature(api_server.build_app).parameters) > 1
+
     def register_old(fastapi: Any, argparse: Any) -> Any:
         del fastapi, argparse  # build_app makes its own app
         args = cli_args.make_arg_parser(parser_type()).parse_args([])
-        return api_server.build_app(args, ("generate",))
+        if takes_tasks:
+            return api_server.build_app(args, ("generate",))
+        return api_server.build_app(args)
 
     return register_old
 
@@ -175,6 +201,8 @@ def _built_route_tables() -> tuple[RouteTable | Unavailable, RouteTable | Unavai
     except ImportError as exc:
         why = Unavailable(f"cannot build the router set ({exc}); pass --dev-log/--plain-log")
         return why, why
+    if isinstance(register, Unavailable):
+        return register, register
     origin = "router set built with VLLM_SERVER_DEV_MODE={} (tasks: generate)"
     saved = os.environ.get("VLLM_SERVER_DEV_MODE")
     tables: list[RouteTable | Unavailable] = []
