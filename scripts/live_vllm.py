@@ -112,6 +112,7 @@ RELEASES: dict[str, Release] = {
         Release("0.11.1", "stub", "transformers<5", ("tp2",)),
         Release("0.16.0", "pinned-torch", None, ("tp1",)),
         Release("0.20.0", "pinned-torch", None, ("tp1",)),
+        Release("0.20.1", "pinned-torch", None, ("tp1",)),
         Release("0.23.0", "pinned-torch", None, ("tp1", "tp2")),
         Release("0.26.0", "pinned-torch", None, ("tp1", "tp2")),
         Release("0.28.0", "plain", None, ("tp1",)),

@@ -243,6 +243,20 @@ OLDER: list[tuple[str, str, tuple[str, str, str, str, str, str]]] = [
             "established",
         ),
     ),
+    # The first release whose log line is group-aware (max_concurrency × max_model_len),
+    # one patch after 0.20.0's (above, not group-aware); no label, the log carries it.
+    (
+        "vllm-0.20.1-cpu/tp1",
+        "0.20.1",
+        (
+            "established",
+            "established",
+            "established",
+            "established",
+            "established",
+            "established",
+        ),
+    ),
     # The first release whose log line is read as a group-aware capacity that was also
     # run here; no kv_cache_size_tokens label yet, so the log alone carries it.
     (

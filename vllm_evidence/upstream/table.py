@@ -531,6 +531,7 @@ def _capacity() -> list[tuple[Question, tuple[Law, ...]]]:
                         "v0.20.1: v1/core/kv_cache_utils.py L1684-1715 (max_concurrency × "
                         "max_model_len), L2036-2049 (after the minimum over ranks)"
                     ),
+                    "first-hand v0.20.1: kv_cache_utils.py:1708 and :1709 from EngineCore",
                     (
                         "v0.23.0: v1/core/kv_cache_utils.py L1720-1750 (max_concurrency × "
                         "max_model_len), L2075-2088 (after the minimum over ranks)"
@@ -1132,6 +1133,7 @@ def _cache_config_labels() -> list[tuple[Question, tuple[Law, ...]]]:
             "0.23.0",
             _LABELS_0_20_0,
             *_each("0.20.0 0.20.1 0.22.1 0.23.0", fields),
+            "first-hand v0.20.1: vllm:cache_config_info labels on /metrics (CPU, TP=1)",
             "first-hand v0.23.0: vllm:cache_config_info labels on /metrics (CPU, TP=1, TP=2)",
         ),
         law(
