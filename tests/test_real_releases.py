@@ -175,6 +175,11 @@ def test_the_dp2_log_report_names_the_resolved_sizes() -> None:
     ) in report
 
 
+def _established_but_capacity(capacity: str) -> tuple[str, str, str, str, str, str]:
+    """Every reason ``established`` but the capacity decision's."""
+    return ("established", "established", "established", capacity, "established", "established")
+
+
 # The older releases (one TP=1 server each): (scenario, version, blocks or tokens, and the
 # reasons of front-door join, log join, parallel, capacity, identity, health).
 OLDER: list[tuple[str, str, tuple[str, str, str, str, str, str]]] = [
@@ -205,72 +210,15 @@ OLDER: list[tuple[str, str, tuple[str, str, str, str, str, str]]] = [
             "backend_unobserved",
         ),
     ),
-    (
-        "vllm-0.11.0-cpu/tp1",
-        "0.11.0",
-        (
-            "established",
-            "established",
-            "established",
-            "per_worker_before_reduction",
-            "established",
-            "established",
-        ),
-    ),
-    (
-        "vllm-0.20.0-cpu/tp1",
-        "0.20.0",
-        (
-            "established",
-            "established",
-            "established",
-            "not_group_aware",
-            "established",
-            "established",
-        ),
-    ),
+    ("vllm-0.11.0-cpu/tp1", "0.11.0", _established_but_capacity("per_worker_before_reduction")),
     # /get_world_size registered behind development mode alone (answered here); the
     # single worker runs in the engine core ('uni'); the log's figure is not group-aware.
-    (
-        "vllm-0.16.0-cpu/tp1",
-        "0.16.0",
-        (
-            "established",
-            "established",
-            "established",
-            "not_group_aware",
-            "established",
-            "established",
-        ),
-    ),
-    # The first release whose log line is group-aware (max_concurrency × max_model_len),
-    # one patch after 0.20.0's (above, not group-aware); no label, the log carries it.
-    (
-        "vllm-0.20.1-cpu/tp1",
-        "0.20.1",
-        (
-            "established",
-            "established",
-            "established",
-            "established",
-            "established",
-            "established",
-        ),
-    ),
-    # The first release whose log line is read as a group-aware capacity that was also
-    # run here; no kv_cache_size_tokens label yet, so the log alone carries it.
-    (
-        "vllm-0.23.0-cpu/tp1",
-        "0.23.0",
-        (
-            "established",
-            "established",
-            "established",
-            "established",
-            "established",
-            "established",
-        ),
-    ),
+    ("vllm-0.16.0-cpu/tp1", "0.16.0", _established_but_capacity("not_group_aware")),
+    ("vllm-0.20.0-cpu/tp1", "0.20.0", _established_but_capacity("not_group_aware")),
+    # One patch later the log line is group-aware (max_concurrency × max_model_len); no
+    # kv_cache_size_tokens label until 0.24.0, so the log alone carries the capacity.
+    ("vllm-0.20.1-cpu/tp1", "0.20.1", _established_but_capacity("established")),
+    ("vllm-0.23.0-cpu/tp1", "0.23.0", _established_but_capacity("established")),
 ]
 
 
