@@ -133,11 +133,8 @@ def _router_registration() -> Callable[[Any, Any], Any] | Unavailable:
 
     import inspect
 
-    try:
-        source = inspect.getsource(api_server)
-    except (OSError, TypeError):
-        source = ""
-    if _IMPORT_TIME_DEV_ROUTES.search(source):
+    source = _module_source("vllm.entrypoints.openai.api_server")
+    if isinstance(source, str) and _IMPORT_TIME_DEV_ROUTES.search(source):
         return Unavailable(
             "this release registers its development routes when api_server.py is first "
             "imported (a top-level 'if envs.VLLM_SERVER_DEV_MODE:'), so one process cannot "
