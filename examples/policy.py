@@ -58,6 +58,7 @@ def _parallel_evidence_helps(reason: ParallelReason) -> bool:
             | ParallelReason.FRONT_DOOR_NOT_ANSWERING
             | ParallelReason.LOG_NOT_JOINED
             | ParallelReason.FRONT_DOOR_RESTARTED
+            | ParallelReason.FRONT_DOOR_SEVERAL_PROCESSES
             | ParallelReason.VERSION_UNOBSERVED
             | ParallelReason.POPULATION_UNOBSERVED
             | ParallelReason.JOIN_UNESTABLISHED
@@ -70,6 +71,9 @@ def _parallel_evidence_helps(reason: ParallelReason) -> bool:
             | ParallelReason.CONFIGURATION_CONFLICT
             | ParallelReason.WORLD_SIZE_MISMATCH
             | ParallelReason.RANKS_MISSING
+            | ParallelReason.RANK_LOST
+            | ParallelReason.ENGINE_DEAD
+            | ParallelReason.LAUNCH_NEVER_STARTED
         ):
             return False
         case _:
@@ -98,6 +102,7 @@ def _capacity_evidence_helps(reason: CapacityReason) -> bool:
             | CapacityReason.LOG_NOT_JOINED
             | CapacityReason.METRICS_UNPARSED
             | CapacityReason.FRONT_DOOR_RESTARTED
+            | CapacityReason.FRONT_DOOR_SEVERAL_PROCESSES
             | CapacityReason.SOURCES_CONFLICT
             | CapacityReason.VERSION_UNOBSERVED
             | CapacityReason.BLOCK_SIZE_UNOBSERVED
@@ -113,6 +118,8 @@ def _capacity_evidence_helps(reason: CapacityReason) -> bool:
             | CapacityReason.LAW_NOT_ESTABLISHED
             | CapacityReason.NOT_GROUP_AWARE
             | CapacityReason.PER_WORKER_BEFORE_REDUCTION
+            | CapacityReason.ENGINE_DEAD
+            | CapacityReason.LAUNCH_NEVER_STARTED
         ):
             return False
         case _:

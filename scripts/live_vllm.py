@@ -570,6 +570,11 @@ class Scenario:
     its log and receipt, and with another scenario's log."""
     pipeline_parallel_size: int = 1
     data_parallel_size: int = 1
+    lifecycle: str | None = None
+    """What happens after start-up (``LIFECYCLE_SCENARIOS``): ``worker-kill``,
+    ``engine-kill``, ``keepalive-engine-death`` or ``failed-startup``."""
+    keep_alive: bool = False
+    """``VLLM_KEEP_ALIVE_ON_ENGINE_DEATH=1``: the API server outlives its engine."""
 
     @property
     def parallel(self) -> bool:
@@ -633,6 +638,64 @@ SCENARIOS: tuple[Scenario, ...] = (
     ),
 )
 SCENARIO_NAMES = tuple(s.name for s in SCENARIOS)
+
+_LIFE_COMMON = (
+    "Development mode on, started through `vllm-evidence launch --receipt … --log …`; "
+    "the top-level route files and `probe-before.json` were read while it served. "
+)
+
+#: What happens after start-up (``record --scenario NAME`` on 0.32.0; not part of
+#: ``check``): a process is killed by pid, never by a completion (the tiny model's first
+#: completion kills the engine on CPU).  ``health-after.txt`` is the ``/health`` status
+#: every 0.2 s after the kill, until the port refuses connections.
+LIFECYCLE_SCENARIOS: tuple[Scenario, ...] = (
+    Scenario(
+        name="tp2-worker-kill",
+        summary=(
+            "TP=2; once ready, `kill -9` of the rank-1 worker process (its pid from its own "
+            "`world_size=2 rank=1` line). " + _LIFE_COMMON
+        ),
+        tensor_parallel_size=2,
+        dev_mode=True,
+        launched=True,
+        lifecycle="worker-kill",
+    ),
+    Scenario(
+        name="tp1-engine-kill",
+        summary="TP=1; once ready, `kill -9` of the EngineCore process. " + _LIFE_COMMON,
+        dev_mode=True,
+        launched=True,
+        lifecycle="engine-kill",
+    ),
+    Scenario(
+        name="tp2-keepalive-engine-death",
+        summary=(
+            "TP=2 with `VLLM_KEEP_ALIVE_ON_ENGINE_DEATH=1`; once ready, `kill -9` of the rank-1 "
+            "worker; once `/health` answered 503, every route was read again into "
+            "`after-death/` and probed (`probe-after-death.json`): the API server stays up "
+            "and describes a dead engine. " + _LIFE_COMMON
+        ),
+        tensor_parallel_size=2,
+        dev_mode=True,
+        launched=True,
+        lifecycle="keepalive-engine-death",
+        keep_alive=True,
+    ),
+    Scenario(
+        name="failed-startup",
+        summary=(
+            "TP=2; during start-up, as soon as the rank-1 worker printed its "
+            "`world_size=2 rank=1` line, `kill -9` of that worker: the engine never starts "
+            "and the server never listens. Only the log and the receipt are kept. "
+            "Started through `vllm-evidence launch --receipt … --log …`."
+        ),
+        tensor_parallel_size=2,
+        dev_mode=True,
+        launched=True,
+        lifecycle="failed-startup",
+    ),
+)
+LIFECYCLE_SCENARIO_NAMES = tuple(s.name for s in LIFECYCLE_SCENARIOS)
 
 _RELEASE_COMMON = (
     "Development mode on (`VLLM_SERVER_DEV_MODE=1`), served as `tiny-llama`, float32, "
@@ -755,6 +818,8 @@ class Run:
             env["VLLM_SERVER_DEV_MODE"] = "1"
         if scenario.parallel:
             env["VLLM_CPU_OMP_THREADS_BIND"] = "nobind"
+        if scenario.keep_alive:
+            env["VLLM_KEEP_ALIVE_ON_ENGINE_DEATH"] = "1"
         if self.release.shim:
             env["LD_PRELOAD"] = str(_shim_path(self.env_dir))
         return env
@@ -1091,6 +1156,8 @@ def run_scenario(run: Run, scenario: Scenario, out_root: Path) -> float:
     log(f"scenario {scenario.name}")
     if scenario.restart:
         _run_restart(run, scenario, out, logs)
+    elif scenario.lifecycle is not None:
+        _run_lifecycle(run, scenario, out, logs)
     else:
         server = Server(run, scenario, logs / "startup.log")
         try:
@@ -1138,6 +1205,8 @@ def run_release_scenario(run: Run, scenario: Scenario, out_root: Path) -> float:
     facts: list[str] = []
     if scenario.restart:
         _run_restart(run, scenario, out, logs)
+    elif scenario.lifecycle is not None:
+        _run_lifecycle(run, scenario, out, logs)
     else:
         server = Server(run, scenario, logs / "startup.log")
         try:
@@ -1408,6 +1477,92 @@ def _run_restart(run: Run, scenario: Scenario, out: Path, logs: Path) -> None:
     (out / "sequence.txt").write_text("\n".join(sequence) + "\n", encoding="utf-8")
 
 
+_RANK_PID = re.compile(rb"\((?:Worker|VllmWorker)[^)]* pid=(\d+)\)[^\n]*world_size=\d+ rank=1 ")
+_ENGINE_PID = re.compile(rb"\((EngineCore(?:_DP0)?) pid=(\d+)\)")
+
+
+def _wait_for_pid(server: Server, regex: re.Pattern[bytes], timeout: float) -> int:
+    """The pid the log's first line matching ``regex`` names (its last group)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if server.log_path.exists():
+            m = regex.search(server.log_path.read_bytes())
+            if m:
+                return int(m.groups()[-1])
+        time.sleep(0.1)
+    msg = f"no line matching {regex.pattern!r} in the log within {timeout:.0f} s"
+    raise LiveTierError(msg)
+
+
+def _health_series(run: Run, out: Path, until_status: int | None, limit_s: float) -> None:
+    """``/health`` every 0.2 s from now: ``+seconds status`` lines into ``health-after.txt``,
+    until the port refuses (or answers ``until_status``) or ``limit_s`` passed."""
+    t0 = time.monotonic()
+    lines: list[str] = []
+    while time.monotonic() - t0 < limit_s:
+        try:
+            status, _, _ = get(run.port, "/health", timeout=2.0)
+            lines.append(f"+{time.monotonic() - t0:.2f} s {status}")
+            if until_status is not None and status == until_status:
+                break
+        except (OSError, http.client.HTTPException) as exc:
+            lines.append(f"+{time.monotonic() - t0:.2f} s refused ({type(exc).__name__})")
+            break
+        time.sleep(0.2)
+    (out / "health-after.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    first_bad = next((line for line in lines if not line.endswith(" 200")), None)
+    log(f"    /health after the kill: {len(lines)} reads, first non-200: {first_bad}")
+
+
+def _run_lifecycle(run: Run, scenario: Scenario, out: Path, logs: Path) -> None:
+    """A launch's life after start-up: a process killed by pid (``LIFECYCLE_SCENARIOS``)."""
+    server = Server(run, scenario, logs / "startup.log")
+    try:
+        server.start()
+        if scenario.lifecycle == "failed-startup":
+            pid = _wait_for_pid(server, _RANK_PID, READY_TIMEOUT_S)
+            os.kill(pid, signal.SIGKILL)
+            log(f"  killed the rank-1 worker (pid {pid}) during start-up")
+            assert server.proc is not None  # noqa: S101 - started above
+            try:
+                code = server.proc.wait(timeout=180.0)
+                log(f"  the launcher exited {code}")
+            except subprocess.TimeoutExpired:
+                log("  still running 180 s after the kill; stopping it")
+        else:
+            log(f"  ready after {server.wait_ready():.1f} s")
+            for stem, path in ROUTES:
+                record_route(run, out, stem, path)
+            _product_probe(run, out, "probe-before", server.log_path, server.receipt_path)
+            if scenario.lifecycle == "engine-kill":
+                pid = _wait_for_pid(server, _ENGINE_PID, 5.0)
+                what = "EngineCore"
+            else:
+                pid = _wait_for_pid(server, _RANK_PID, 5.0)
+                what = "rank-1 worker"
+            os.kill(pid, signal.SIGKILL)
+            log(f"  killed the {what} (pid {pid})")
+            keep = scenario.keep_alive
+            _health_series(run, out, 503 if keep else None, 30.0 if keep else 60.0)
+            if keep:
+                time.sleep(2.0)
+                for stem, path in ROUTES:
+                    record_route(run, out / "after-death", stem, path)
+                _product_probe(run, out, "probe-after-death", server.log_path, server.receipt_path)
+            else:
+                assert server.proc is not None  # noqa: S101 - started above
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    log(f"  the launcher exited {server.proc.wait(timeout=60.0)}")
+    finally:
+        server.stop()
+    _save_log(run, server.log_path, out / "startup.log", scenario)
+    receipt = server.receipt_path.read_bytes()
+    (out / "launch-receipt.json").write_bytes(_neutral_host(run.neutralise(receipt)))
+    for name in ("probe-before.json", "probe-after-death.json"):
+        if (out / name).is_file():
+            (out / name).write_bytes(_neutral_host((out / name).read_bytes()))
+
+
 def _save_log(run: Run, src: Path, dst: Path, scenario: Scenario) -> None:
     data = src.read_bytes()
     if scenario.api_key:
@@ -1431,6 +1586,8 @@ def _write_scenario_json(run: Run, scenario: Scenario, out: Path) -> None:
         "restart": scenario.restart,
         "command": run.neutral_command(scenario),
     }
+    if scenario.lifecycle is not None:
+        doc |= {"launched": scenario.launched, "lifecycle": scenario.lifecycle}
     if not run.own_release:
         doc["vllm_version"] = run.release.version
         doc |= {
@@ -1507,7 +1664,7 @@ def write_readme(run: Run, out_root: Path) -> None:
         ),
         "## Scenarios\n",
     ]
-    for s in SCENARIOS:
+    for s in SCENARIOS + LIFECYCLE_SCENARIOS:
         parts += [
             f"### `{s.name}/`\n",
             s.summary + "\n",
@@ -1572,7 +1729,11 @@ def record(
             for scenario in SCENARIOS:
                 if scenario.name in names:
                     timings[scenario.name] = run_scenario(run, scenario, out_root)
-            write_readme(run, out_root)
+            for scenario in LIFECYCLE_SCENARIOS:
+                if scenario.name in names:
+                    timings[scenario.name] = run_scenario(run, scenario, out_root)
+            if any(name in SCENARIO_NAMES for name in names):
+                write_readme(run, out_root)
         else:
             for scenario in RELEASE_SCENARIOS:
                 if scenario.name in names:
@@ -1646,7 +1807,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "scenarios",
         nargs="*",
         metavar="SCENARIO",
-        help=f"{VLLM_VERSION}: {', '.join(SCENARIO_NAMES)}; "
+        help=f"{VLLM_VERSION}: {', '.join(SCENARIO_NAMES + LIFECYCLE_SCENARIO_NAMES)}; "
         f"other releases: {', '.join(RELEASE_SCENARIO_NAMES)}",
     )
     p_record.add_argument("--scenario", action="append", default=[], help="same as SCENARIO")
@@ -1671,7 +1832,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 build_model(args.dir.resolve(), ensure_env(release=release), release)
             elif args.command == "record":
                 own = release.version == VLLM_VERSION
-                known = SCENARIO_NAMES if own else RELEASE_SCENARIO_NAMES
+                known = SCENARIO_NAMES + LIFECYCLE_SCENARIO_NAMES if own else RELEASE_SCENARIO_NAMES
                 default = SCENARIO_NAMES if own else release.scenarios
                 names = [*args.scenarios, *args.scenario] or list(default)
                 unknown = sorted(set(names) - set(known))

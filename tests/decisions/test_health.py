@@ -281,12 +281,17 @@ MP_0_32 = (
     "MultiprocExecutor's monitor turns a worker process death into engine death, which "
     "/health reads from a local flag; nothing contacts the workers on the /health path"
 )
+#: 0.24 on: what the law's window leaves open (the monitor's wait, up to 9 s).
+WINDOW_0_32 = (
+    "; a 200 does not rule out a worker that died in the last 9 s (the monitor waits for "
+    "the survivors before it fails the engine: the law's worker_death_delay)"
+)
 
 
 def test_health_established_names_backend_source_and_law() -> None:
     decision = assess(backend_bundle("0.32.0", "mp")).health_coverage
     assert isinstance(decision, HealthCoverageEstablished)
-    assert decision.detail == f"executor 'mp' ({JSON_INFO}): {MP_0_32}"
+    assert decision.detail == f"executor 'mp' ({JSON_INFO}): {MP_0_32}{WINDOW_0_32}"
 
 
 def test_health_backend_unobserved() -> None:
@@ -305,8 +310,10 @@ def test_health_not_ok() -> None:
         HealthReason.HEALTH_NOT_OK,
         f"/health did not answer 200 (not_requested): executor 'mp' ({JSON_INFO}): "
         "MultiprocExecutor's monitor turns a worker process death into engine death, "
-        "which /health reads from a local flag; nothing contacts the workers on the "
-        "/health path, but there is no 200 to cover",
+        f"which /health reads from a local flag; nothing contacts the workers on the "
+        f"/health path; a 200 does not rule out a worker that died in the last 9 s (the "
+        "monitor waits for the survivors before it fails the engine: the law's "
+        "worker_death_delay), but there is no 200 to cover",
         "probe again once /health answers 200",
     )
 

@@ -97,6 +97,8 @@ def test_health_failure_marker_and_card_laws() -> None:
     assert law_json(health) == _common(health, "health.ray", "0.9.2", "0.20.2") | {
         "backend": "ray",
         "coverage": "workers_not_watched",
+        "worker_death_delay_s": None,  # no monitor: nothing to wait for
+        "worker_death_delay": None,
     }
     failure = laws.health_failure()
     assert law_json(failure) == _common(
@@ -165,3 +167,17 @@ def test_an_executor_law_as_json_names_its_marker_backends_and_files() -> None:
     assert doc["backends"] == ["mp", "ray"]
     assert doc["files"] == ["multiproc_executor.py"]
     assert doc["span"] == {"first": "0.20.0", "last": "0.33.0"}
+
+
+def test_the_mp_health_law_states_its_window() -> None:
+    # Written from each release's v1/executor/multiproc_executor.py: the monitor's
+    # shutdown() before the failure callback (SIGTERM 4 s; 4 s + 4 s; 5 s + 4 s).
+    for release, seconds in (("0.9.2", 4), ("0.14.1", 4), ("0.15.0", 8), ("0.23.0", 8)):
+        law = _laws(release).health(ExecutorBackend.MP)
+        assert law_json(law)["worker_death_delay_s"] == seconds, release
+    law = _laws("0.24.0").health(ExecutorBackend.MP)
+    doc = law_json(law)
+    assert doc["worker_death_delay_s"] == 9
+    assert "VLLM_WORKER_SHUTDOWN_TIMEOUT_SECONDS (default 5)" in str(doc["worker_death_delay"])
+    # Before 0.9.2 /health covered the API server only: no window to state.
+    assert law_json(_laws("0.9.1").health(ExecutorBackend.MP))["worker_death_delay_s"] is None

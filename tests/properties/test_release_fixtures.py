@@ -87,9 +87,16 @@ def missing_files(scenario: Path) -> list[str]:
         need += ["sequence.txt", "first/metrics.body", "first/metrics.headers"]
         need += ["first/startup.log", "second/startup.log"]
         need += [f"second/{stem}.{ext}" for stem in STEMS for ext in ("body", "headers")]
+    elif doc.get("lifecycle") == "failed-startup":
+        need += ["startup.log"]  # the server never listened: no route was read
     else:
         need += ["startup.log"]
         need += [f"{stem}.{ext}" for stem in STEMS for ext in ("body", "headers")]
+        if doc.get("lifecycle"):
+            need += ["probe-before.json"]
+        if doc.get("lifecycle") == "keepalive-engine-death":
+            need += [f"after-death/{stem}.{ext}" for stem in STEMS for ext in ("body", "headers")]
+            need += ["probe-after-death.json"]
         if "recipe" in doc:
             need += ["capture/manifest.json", "probe.json", "witnessed-probe.json"]
     if "recipe" in doc:

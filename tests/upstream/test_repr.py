@@ -29,7 +29,7 @@ def test_a_law_names_its_question_span_and_own_fields() -> None:
     # span moves when a release is read again, its repr's shape does not.
     assert repr(health) == (
         f"HealthLaw('health.mp' read for {health.span}, backend=ExecutorBackend.MP, "
-        "coverage=HealthCoverage.WORKER_DEATH_REACHES)"
+        "coverage=HealthCoverage.WORKER_DEATH_REACHES, worker_death_delay_s=9)"
     )
     assert repr(health.question) == "Question('health.mp')"
     capacity = laws.capacity(CapacitySource.LOG_CAPACITY_LINE)

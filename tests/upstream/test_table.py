@@ -92,7 +92,10 @@ EXPECTED: list[tuple[str, str, str, str]] = [
     ("metrics.cache_config_info.labels", NEW, NEW, "38 labels"),
     ("health.mp", OLD, OLD, "worker_death_reaches"),
     ("health.mp", "0.8.5", "0.9.1", "api_server_only"),
-    ("health.mp", "0.9.2", NEW, "worker_death_reaches"),
+    # One coverage, three waits before a worker's death reaches /health (4, 8, 9 s).
+    ("health.mp", "0.9.2", "0.14.1", "worker_death_reaches"),
+    ("health.mp", "0.15.0", "0.23.0", "worker_death_reaches"),
+    ("health.mp", "0.24.0", NEW, "worker_death_reaches"),
     ("health.ray", OLD, OLD, "workers_not_watched"),
     ("health.ray", "0.8.5", "0.9.1", "api_server_only"),
     ("health.ray", "0.9.2", "0.20.2", "workers_not_watched"),

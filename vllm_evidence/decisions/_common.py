@@ -10,6 +10,7 @@ from typing import Protocol, TypeVar
 from packaging.version import Version
 
 from vllm_evidence._seal import brief
+from vllm_evidence.decisions._life import Needs
 from vllm_evidence.readback.evidence import Evidence
 from vllm_evidence.upstream import ReleaseLaws, VersionNotEstablished, laws_for
 
@@ -38,9 +39,10 @@ ServingGate = tuple[str, str, str]
 
 def serving_gate(evidence: Evidence) -> ServingGate | None:
     """Why the front door establishes no claim about the serving process, earliest first:
-    no request answered, no route answered with something readable, or the server
-    restarted during the batch; ``None`` when it may (and when there is no front door:
-    then every claim is about the log's launch)."""
+    no request answered, no route answered with something readable, the server
+    restarted during the batch, or several processes answer its URL (a balancer in
+    front); ``None`` when it may (and when there is no front door: then every claim is
+    about the log's launch)."""
     if evidence.front_door is None:
         return None
     why = evidence.front_door_unreachable()
@@ -55,6 +57,17 @@ def serving_gate(evidence: Evidence) -> ServingGate | None:
         return ("front_door_not_answering", why, "probe again once the server answers")
     if evidence.front_door_restarted():
         return ("front_door_restarted", RESTARTED, RESTARTED_REMEDY)
+    several = evidence.front_door_several_processes()
+    if several is not None:
+        detail = (
+            f"several processes answer this URL ({several}): /version, /health and the "
+            "other routes may each have come from another one"
+        )
+        remedy = (
+            "probe the serving process itself (the pod's own address, not a Service or a "
+            "balancer in front of several replicas)"
+        )
+        return ("front_door_several_processes", detail, remedy)
     return None
 
 
@@ -82,10 +95,14 @@ def serving_decision(
     established: type[object],
     refuse: Callable[[Evidence, str, str, str, D | None], D],
     answered: Callable[[Evidence, D], D] = _as_is,
+    *,
+    needs: Needs,
 ) -> D:
     """One serving decision, in the order every one of them keeps.
 
-    1. :func:`serving_gate`: ``refuse(evidence, reason, detail, remedy, None)``.
+    1. :func:`serving_gate`: ``refuse(evidence, reason, detail, remedy, None)``; then
+       :func:`~vllm_evidence.decisions._life.life_gate` for what the claim ``needs`` of
+       the launch's life (the log counts only when it speaks for the subject).
     2. No log to keep out (none, a launch claim, or the log joined): ``decide`` reads
        everything.
     3. Otherwise ``decide`` without the log: an ``established`` answer stands; a
@@ -96,6 +113,7 @@ def serving_decision(
     ``answered`` is applied to what ``decide`` returns before it is returned or
     compared (health: an established coverage needs a 200 from ``/health``).
     """
+    from vllm_evidence.decisions._life import life_gate
     from vllm_evidence.decisions.log_join import log_not_joined  # it imports this module
 
     gate = serving_gate(evidence)
@@ -103,6 +121,10 @@ def serving_decision(
         reason, detail, remedy = gate
         return refuse(evidence, reason, detail, remedy, None)
     unjoined = log_not_joined(evidence)
+    ended = life_gate(evidence, needs, log_speaks=unjoined is None)
+    if ended is not None:
+        reason, detail, remedy = ended
+        return refuse(evidence, reason, detail, remedy, None)
     if unjoined is None:
         return answered(evidence, decide(evidence))
     alone = decide(evidence.without_log())

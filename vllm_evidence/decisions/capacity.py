@@ -50,6 +50,7 @@ from vllm_evidence.decisions._common import (
     scope,
     serving_decision,
 )
+from vllm_evidence.decisions._life import Needs
 from vllm_evidence.readback.evidence import (
     Evidence,
     Subject,
@@ -81,9 +82,12 @@ class CapacityReason(enum.Enum):
     FRONT_DOOR_UNREACHABLE = "front_door_unreachable"
     FRONT_DOOR_NOT_ANSWERING = "front_door_not_answering"
     LOG_NOT_JOINED = "log_not_joined"
+    ENGINE_DEAD = "engine_dead"
+    LAUNCH_NEVER_STARTED = "launch_never_started"
     CAPACITY_UNOBSERVED = "capacity_unobserved"
     METRICS_UNPARSED = "metrics_unparsed"
     FRONT_DOOR_RESTARTED = "front_door_restarted"
+    FRONT_DOOR_SEVERAL_PROCESSES = "front_door_several_processes"
     SOURCES_CONFLICT = "sources_conflict"
     VERSION_UNOBSERVED = "version_unobserved"
     VERSION_NOT_ESTABLISHED = "version_not_established"
@@ -194,7 +198,7 @@ def _law(version: Version | None, source: CapacitySource) -> CapacityLaw | LawNo
 def decide_capacity(evidence: Evidence) -> CapacityDecision:
     """Each DP engine's KV-cache token capacity, by the release's capacity laws: of the
     serving process with a front door, of the log's launch without one."""
-    return serving_decision(evidence, _decide, CapacityEstablished, _refusal)
+    return serving_decision(evidence, _decide, CapacityEstablished, _refusal, needs=Needs.ENGINE)
 
 
 def _refusal(

@@ -28,6 +28,7 @@ from vllm_evidence.decisions._common import (
     scope,
     serving_decision,
 )
+from vllm_evidence.decisions._life import Needs
 from vllm_evidence.readback.evidence import Evidence, Source, Subject, arm_name, log_source, parsed
 from vllm_evidence.upstream import (
     ExecutorBackend,
@@ -52,7 +53,11 @@ class HealthReason(enum.Enum):
     FRONT_DOOR_UNREACHABLE = "front_door_unreachable"
     FRONT_DOOR_NOT_ANSWERING = "front_door_not_answering"
     FRONT_DOOR_RESTARTED = "front_door_restarted"
+    FRONT_DOOR_SEVERAL_PROCESSES = "front_door_several_processes"
     LOG_NOT_JOINED = "log_not_joined"
+    RANK_LOST = "rank_lost"
+    ENGINE_DEAD = "engine_dead"
+    LAUNCH_NEVER_STARTED = "launch_never_started"
     BACKEND_UNOBSERVED = "backend_unobserved"
     BACKEND_CONFLICT = "backend_conflict"
     SOURCES_CONFLICT = "sources_conflict"
@@ -89,7 +94,14 @@ class HealthCoverageEstablished(Sealed):
     @property
     def detail(self) -> str:
         """One line for a person."""
-        return f"executor {self.backend.value!r} ({self.backend_source}): {self.law.statement}"
+        said = f"executor {self.backend.value!r} ({self.backend_source}): {self.law.statement}"
+        if self.law.worker_death_delay_s is None:
+            return said
+        return (
+            f"{said}; a 200 does not rule out a worker that died in the last "
+            f"{self.law.worker_death_delay_s} s (the monitor waits for the survivors "
+            "before it fails the engine: the law's worker_death_delay)"
+        )
 
     def _repr_summary(self) -> str:
         status = "" if self.health_status is None else f", /health {self.health_status}"
@@ -149,7 +161,14 @@ def decide_health_coverage(evidence: Evidence) -> HealthCoverageDecision:
     """What a 200 from ``/health`` covers, by release and backend: for the serving
     process (which must have answered 200) with a front door, for the log's launch
     without one."""
-    return serving_decision(evidence, _decide, HealthCoverageEstablished, _refusal, _answered)
+    return serving_decision(
+        evidence,
+        _decide,
+        HealthCoverageEstablished,
+        _refusal,
+        _answered,
+        needs=Needs.EVERY_WORKER,
+    )
 
 
 def _answered(evidence: Evidence, decision: HealthCoverageDecision) -> HealthCoverageDecision:

@@ -31,6 +31,7 @@ from vllm_evidence.decisions._common import (
     scope,
     serving_decision,
 )
+from vllm_evidence.decisions._life import Needs
 from vllm_evidence.decisions._parallel_configuration import (
     ResolvedParallel,
     attribute,
@@ -68,7 +69,11 @@ class ParallelReason(enum.Enum):
     FRONT_DOOR_UNREACHABLE = "front_door_unreachable"
     FRONT_DOOR_NOT_ANSWERING = "front_door_not_answering"
     FRONT_DOOR_RESTARTED = "front_door_restarted"
+    FRONT_DOOR_SEVERAL_PROCESSES = "front_door_several_processes"
     LOG_NOT_JOINED = "log_not_joined"
+    RANK_LOST = "rank_lost"
+    ENGINE_DEAD = "engine_dead"
+    LAUNCH_NEVER_STARTED = "launch_never_started"
     CONFIGURATION_UNOBSERVED = "configuration_unobserved"
     VERSION_UNOBSERVED = "version_unobserved"
     VERSION_NOT_ESTABLISHED = "version_not_established"
@@ -319,7 +324,9 @@ def _population(
 def decide_parallel(evidence: Evidence) -> ParallelDecision:
     """Whether the resolved parallel layout is realized with every rank present: of the
     serving process with a front door, of the log's launch without one."""
-    return serving_decision(evidence, _decide, ParallelEstablished, _refusal)
+    return serving_decision(
+        evidence, _decide, ParallelEstablished, _refusal, needs=Needs.EVERY_WORKER
+    )
 
 
 def _refusal(

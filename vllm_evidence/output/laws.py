@@ -1,5 +1,5 @@
 """The law table's JSON: one law (or its absence) with its scope and sources, and the
-``vllm-evidence.laws/2`` documents (the whole table, or one release's answers).
+``vllm-evidence.laws/3`` documents (the whole table, or one release's answers).
 
 The hooks here render every law kind on the package's converter
 (:mod:`vllm_evidence._converter`); the same rendering is the assessment document's
@@ -37,7 +37,7 @@ from vllm_evidence.upstream.releases import KNOWN_SPAN, ReadRelease, ReleaseSpan
 
 __all__ = ["SCHEMA", "LawTable", "law_json", "laws_document"]
 
-SCHEMA = "vllm-evidence.laws/2"
+SCHEMA = "vllm-evidence.laws/3"
 
 
 def law_json(law: Law | LawNotEstablished) -> dict[str, Any]:
@@ -56,7 +56,7 @@ class LawTable:
 
 
 def laws_document(laws: LawTable | ReleaseLaws | VersionNotEstablished) -> dict[str, Any]:
-    """The ``vllm-evidence.laws/2`` document: the whole table, or one release's answers."""
+    """The ``vllm-evidence.laws/3`` document: the whole table, or one release's answers."""
     document: dict[str, Any] = converter.unstructure(laws)
     return document
 
@@ -108,7 +108,12 @@ def _law_json(law: Law) -> dict[str, object]:
                 "cpu_platform_labels": sorted(law.cpu_platform_labels),
             }
         case HealthLaw():
-            doc |= {"backend": law.backend.value, "coverage": law.coverage.value}
+            doc |= {
+                "backend": law.backend.value,
+                "coverage": law.coverage.value,
+                "worker_death_delay_s": law.worker_death_delay_s,
+                "worker_death_delay": law.worker_death_delay,
+            }
         case HealthFailureLaw():
             doc |= {"failure_status": law.failure_status}
         case IncarnationMarkerLaw():

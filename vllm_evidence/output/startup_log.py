@@ -1,4 +1,4 @@
-"""A read startup log as the ``vllm-evidence.startup-log/3`` JSON document and as text.
+"""A read startup log as the ``vllm-evidence.startup-log/4`` JSON document and as text.
 
 The document is the package converter's rendering of a
 :class:`~vllm_evidence.adapters.startup_log.StartupLog`; the hooks of the log's types
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from vllm_evidence._converter import converter, register_rendering
-from vllm_evidence.adapters.startup_log import Launch, ProcessTag, StartupLog
+from vllm_evidence.adapters.startup_log import Launch, LifeEvent, ProcessTag, StartupLog
 from vllm_evidence.decisions._parallel_configuration import (
     attribute,
     independent_engines,
@@ -20,7 +20,7 @@ from vllm_evidence.decisions._parallel_configuration import (
 
 __all__ = ["SCHEMA", "render_startup_log", "startup_log_document"]
 
-SCHEMA = "vllm-evidence.startup-log/3"
+SCHEMA = "vllm-evidence.startup-log/4"
 
 
 def _process_json(process: ProcessTag) -> dict[str, object]:
@@ -165,11 +165,80 @@ def _launch_document(launch: Launch) -> dict[str, object]:
             for m in launch.available_memory
         ],
         "api_server_pids": list(launch.api_server_pids),
+        "life": _life_json(launch),
     }
 
 
+def _event_json(event: LifeEvent) -> dict[str, object]:
+    return {
+        "kind": event.kind.value,
+        "line": event.line,
+        "worker": event.worker,
+        "worker_rank": event.worker_rank,
+        "worker_pid": event.worker_pid,
+        "exit_code": event.exit_code,
+        "process": converter.unstructure(event.process),
+    }
+
+
+def life_state(launch: Launch) -> str:
+    """Where the launch's life stood at its last line: ``never_started``,
+    ``engine_dead``, ``rank_lost``, ``ended``, ``serving`` or ``not_observed``."""
+    if launch.init_failure is not None:
+        return "never_started"
+    if launch.engine_death is not None:
+        return "engine_dead"
+    if launch.worker_deaths:
+        return "rank_lost"
+    if launch.ended is not None:
+        return "ended"
+    return "serving" if launch.serving is not None else "not_observed"
+
+
+def _line(event: LifeEvent | None) -> int | None:
+    return None if event is None else event.line
+
+
+def _life_json(launch: Launch) -> dict[str, object]:
+    return {
+        "state": life_state(launch),
+        "serving_line": _line(launch.serving),
+        "worker_deaths": [_event_json(e) for e in launch.worker_deaths],
+        "engine_dead_line": _line(launch.engine_death),
+        "init_failed_line": _line(launch.init_failure),
+        "ended_line": _line(launch.ended),
+        "events": [_event_json(e) for e in launch.life],
+    }
+
+
+def _life_lines(launch: Launch) -> list[str]:
+    """The launch's life, for a person: where it served from and what ended it."""
+    state = life_state(launch)
+    parts = []
+    if launch.serving is not None:
+        parts.append(f"serving from line {launch.serving.line}")
+    for death in launch.worker_deaths:
+        said = [
+            *([] if death.worker_rank is None else [f"engine-local rank {death.worker_rank}"]),
+            *([] if death.worker_pid is None else [f"pid {death.worker_pid}"]),
+            *([] if death.exit_code is None else [f"exit code {death.exit_code}"]),
+        ]
+        who = death.worker or "a worker"
+        if said:
+            who += " (" + ", ".join(said) + ")"
+        parts.append(f"{who} died at line {death.line}")
+    if launch.engine_death is not None:
+        parts.append(f"engine dead at line {launch.engine_death.line}")
+    if launch.init_failure is not None:
+        parts.append(f"engine initialization failed at line {launch.init_failure.line}")
+    if launch.ended is not None:
+        parts.append(f"shutdown from line {launch.ended.line}")
+    shown = "; ".join(parts) if parts else "no lifecycle line"
+    return [f"  life:               {state.replace('_', ' ')}: {shown}"]
+
+
 def startup_log_document(log: StartupLog) -> dict[str, Any]:
-    """The ``vllm-evidence.startup-log/3`` JSON document of a read log."""
+    """The ``vllm-evidence.startup-log/4`` JSON document of a read log."""
     document: dict[str, Any] = converter.unstructure(log)
     return document
 
@@ -274,6 +343,7 @@ def render_startup_log(log: StartupLog) -> str:
             + (", ".join(f"{r}/{w}" for r, w in ranks) if ranks else "none")
         )
         out.extend(_resolved_lines(launch))
+        out.extend(_life_lines(launch))
         evidence = ", ".join(f"{o.marker.value}@{o.line}" for o in launch.executor_evidence)
         out.append(
             "  executor backend:   "

@@ -206,6 +206,13 @@ class HealthLaw(Sealed):
     backend: ExecutorBackend
     coverage: HealthCoverage
     statement: str
+    worker_death_delay_s: int | None
+    """How long after a worker's death ``/health`` may still answer 200, at vLLM's
+    defaults (the executor's monitor waits for the surviving workers before it fails the
+    engine); ``None`` where no such wait was read (a backend whose death reaches
+    ``/health`` at once, or not at all, or whose monitor was not read for it)."""
+    worker_death_delay: str | None
+    """Why, with the setting that moves it, when :attr:`worker_death_delay_s` is set."""
 
     def _repr_summary(self) -> str:
         return _law_summary(self)
@@ -501,6 +508,10 @@ def _law_summary(law: Law) -> str:
     parts.extend(
         f"{field.name}={brief(getattr(law, field.name))}"
         for field in attrs.fields(type(law))
-        if field.name not in _LAW_COMMON
+        if field.name not in _LAW_COMMON and field.name not in _LAW_PROSE
     )
     return ", ".join(parts)
+
+
+#: A law's prose beside its figure (the figure is in the repr, the why is not).
+_LAW_PROSE = frozenset({"worker_death_delay"})

@@ -682,6 +682,72 @@ _HEALTH_QUESTIONS = {
 _FAILURE_QUESTION = question(HEALTH_FAILURE_KEY, "What does /health answer once the engine died?")
 
 
+_MP_MONITOR_SOURCES = (
+    "v0.9.2: v1/engine/async_llm.py L553-556 (raises if errored)",
+    "v0.9.2: v1/executor/multiproc_executor.py L119-146 (worker monitor)",
+    "v0.10.1.1: v1/engine/async_llm.py L559-562 (raises if errored)",
+    "v0.10.1.1: v1/executor/multiproc_executor.py L130-147 (worker monitor)",
+    *_each(
+        "0.11.0 0.14.0 0.17.0 0.20.0 0.23.0 0.26.0 0.27.0 0.29.0 0.31.0 0.32.0",
+        "v1/engine/async_llm.py check_health raises if errored",
+    ),
+    "v0.33.0: v1/engine/async_llm.py L1129-1134, L1385-1386 (errored flag)",
+    (
+        "v0.33.0: v1/executor/multiproc_executor.py start_worker_monitor "
+        "('Worker proc %s died unexpectedly') -> failure callback"
+    ),
+    "v0.33.0: v1/engine/core_client.py L822-848 (engine monitor)",
+)
+_MONITOR_ORDER = (
+    "the monitor logs the death, then shutdown() waits for the surviving workers, and "
+    "only then calls the failure callback that marks the engine dead"
+)
+#: How long a 200 may follow a worker's death under mp: the monitor's shutdown() first
+#: (read in every release's v1/executor/multiproc_executor.py; first-hand on 0.32.0 TP=2:
+#: the first 503 4.84 s and 5.50 s after a worker's kill -9, tests/fixtures/real/
+#: vllm-0.32.0-cpu/tp2-worker-kill and tp2-keepalive-engine-death, health-after.txt).
+_MP_DELAYS: tuple[tuple[str, str, tuple[int, str], tuple[str, ...]], ...] = (
+    (
+        "0.9.2",
+        "0.14.1",
+        (4, f"{_MONITOR_ORDER}: SIGTERM to the survivors at once, up to 4 s, then SIGKILL"),
+        _each(
+            "0.9.2 0.10.1.1 0.11.0 0.13.0 0.14.0 0.14.1",
+            "v1/executor/multiproc_executor.py shutdown (SIGTERM at once, 4 s, SIGKILL)",
+        ),
+    ),
+    (
+        "0.15.0",
+        "0.23.0",
+        (8, f"{_MONITOR_ORDER}: up to 4 s for them to exit, then SIGTERM and up to 4 s more"),
+        _each(
+            "0.15.0 0.16.0 0.17.0 0.20.0 0.22.0 0.23.0",
+            "v1/executor/multiproc_executor.py _ensure_worker_termination (4 s, SIGTERM, 4 s)",
+        ),
+    ),
+    (
+        "0.24.0",
+        _NEWEST,
+        (
+            9,
+            (
+                f"{_MONITOR_ORDER}: up to VLLM_WORKER_SHUTDOWN_TIMEOUT_SECONDS (default 5) "
+                "for them to exit, then SIGTERM and up to 4 s more"
+            ),
+        ),
+        (
+            *_each(
+                "0.24.0 0.26.0 0.29.0 0.31.0 0.32.0",
+                "v1/executor/multiproc_executor.py _ensure_worker_termination "
+                "(VLLM_WORKER_SHUTDOWN_TIMEOUT_SECONDS, SIGTERM, 4 s)",
+            ),
+            "v0.24.0: envs.py VLLM_WORKER_SHUTDOWN_TIMEOUT_SECONDS (new, default 5)",
+            ("first-hand v0.32.0: the first 503 4.84 s and 5.50 s after a TP=2 worker's kill -9"),
+        ),
+    ),
+)
+
+
 def _health() -> list[tuple[Question, tuple[Law, ...]]]:
     def law(
         backend: ExecutorBackend,
@@ -690,6 +756,7 @@ def _health() -> list[tuple[Question, tuple[Law, ...]]]:
         coverage: HealthCoverage,
         sources: tuple[str, ...],
         statement: str,
+        delay: tuple[int, str] | None = None,
     ) -> HealthLaw:
         return _health_law(
             question=_HEALTH_QUESTIONS[backend],
@@ -698,6 +765,8 @@ def _health() -> list[tuple[Question, tuple[Law, ...]]]:
             backend=backend,
             coverage=coverage,
             statement=statement,
+            worker_death_delay_s=None if delay is None else delay[0],
+            worker_death_delay=None if delay is None else delay[1],
         )
 
     v085 = (
@@ -728,30 +797,19 @@ def _health() -> list[tuple[Question, tuple[Law, ...]]]:
                 "worker monitor processes are alive",
             ),
             law(mp, "0.8.5", "0.9.1", HealthCoverage.API_SERVER_ONLY, v085, nothing),
-            law(
-                mp,
-                "0.9.2",
-                _NEWEST,
-                HealthCoverage.WORKER_DEATH_REACHES,
-                (
-                    "v0.9.2: v1/engine/async_llm.py L553-556 (raises if errored)",
-                    "v0.9.2: v1/executor/multiproc_executor.py L119-146 (worker monitor)",
-                    "v0.10.1.1: v1/engine/async_llm.py L559-562 (raises if errored)",
-                    "v0.10.1.1: v1/executor/multiproc_executor.py L130-147 (worker monitor)",
-                    *_each(
-                        "0.11.0 0.14.0 0.17.0 0.20.0 0.23.0 0.26.0 0.27.0 0.29.0 0.31.0 0.32.0",
-                        "v1/engine/async_llm.py check_health raises if errored",
-                    ),
-                    flag,
-                    (
-                        "v0.33.0: v1/executor/multiproc_executor.py start_worker_monitor "
-                        "('Worker proc %s died unexpectedly') -> failure callback"
-                    ),
-                    "v0.33.0: v1/engine/core_client.py L822-848 (engine monitor)",
-                ),
-                "MultiprocExecutor's monitor turns a worker process death into engine "
-                "death, which /health reads from a local flag; nothing contacts the "
-                "workers on the /health path",
+            *(
+                law(
+                    mp,
+                    first,
+                    last,
+                    HealthCoverage.WORKER_DEATH_REACHES,
+                    _MP_MONITOR_SOURCES + delay_sources,
+                    "MultiprocExecutor's monitor turns a worker process death into engine "
+                    "death, which /health reads from a local flag; nothing contacts the "
+                    "workers on the /health path",
+                    delay,
+                )
+                for first, last, delay, delay_sources in _MP_DELAYS
             ),
         ),
         ray: (

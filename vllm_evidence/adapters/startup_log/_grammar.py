@@ -78,6 +78,8 @@ from vllm_evidence.adapters.startup_log.observations import (
     DevModeWarning,
     ExecutorBackend,
     ExecutorMarker,
+    LifeEvent,
+    LifeKind,
     Observation,
     ProcessTag,
     SizeLine,
@@ -87,6 +89,7 @@ from vllm_evidence.adapters.startup_log.observations import (
     _mint_capacity,
     _mint_engine,
     _mint_executor,
+    _mint_life,
     _mint_memory,
     _mint_route,
     _mint_tag,
@@ -177,6 +180,20 @@ KEYWORDS: tuple[str, ...] = (
     "executor",
     "DP group leader",
     "/rank_",
+    # Lifecycle lines (LIFE_KEYWORDS below).
+    "died",
+    "fatal error",
+    "EngineDeadError",
+    "output_handler failed",
+    "exited unexpectedly",
+    "initialization failed",
+    "failed to start",
+    "startup complete",
+    "Starting vLLM",
+    "Shutting down",
+    "shutdown triggered",
+    "trigger received signal",
+    "shutting down FastAPI",
 )
 KEYWORDS_RE = re.compile("|".join(re.escape(k) for k in KEYWORDS))
 KEYWORDS_BYTES_RE = re.compile("|".join(re.escape(k) for k in KEYWORDS).encode())
@@ -224,6 +241,99 @@ _CPU_FALLBACK_RE = re.compile(
 _ROUTE_RE = re.compile(r"Route: (?P<p>/\S*), Methods: (?P<m>[A-Z]+(?:, [A-Z]+)*)\s*$")
 _DEV_MODE = "SECURITY WARNING: Development endpoints are enabled!"
 
+# Lifecycle lines: what happened to the launch after (or instead of) start-up.  Each is
+# anchored at the message start except EngineDeadError, which ends a traceback line
+# (``vllm.v1.engine.exceptions.EngineDeadError: EngineCore encountered an issue. …``).
+_UVICORN = r"(?:(?:INFO|WARNING|ERROR):\s+)?"
+_LIFE_RES: tuple[tuple[re.Pattern[str], LifeKind], ...] = (
+    (re.compile(_UVICORN + r"Application startup complete\."), LifeKind.SERVING),
+    (re.compile(r"Starting vLLM (?:API )?server (?:[0-9]+ )?on "), LifeKind.SERVING),
+    (
+        re.compile(
+            r"Worker proc (?P<name>\S+) died unexpectedly"
+            r"(?: \(exit code: (?P<code>-?[0-9]{1,6}|None)\))?"
+        ),
+        LifeKind.WORKER_DIED,
+    ),
+    (
+        # RayExecutorV2 prints the rank as a list: ``rank=[1]``.
+        re.compile(r"RayWorkerProc (?P<name>rank=\[?(?P<rank>[0-9]{1,9})\]?) died unexpectedly"),
+        LifeKind.WORKER_DIED,
+    ),
+    (
+        re.compile(
+            r"Worker (?P<name>\S+) pid (?P<pid>[0-9]{1,9}) died, exit code: "
+            r"(?P<code>-?[0-9]{1,6}|None)"
+        ),
+        LifeKind.WORKER_DIED,
+    ),
+    (re.compile(r"EngineCore encountered a fatal error"), LifeKind.ENGINE_DEAD),
+    (re.compile(r"AsyncLLM output_handler failed"), LifeKind.ENGINE_DEAD),
+    (re.compile(r"\[shutdown\] MPClient: engine core exited unexpectedly"), LifeKind.ENGINE_DEAD),
+    # The client's engine monitor, 0.10.1.1 to 0.19.0 (v1/engine/core_client.py).
+    (re.compile(r"Engine core proc \S+ died unexpectedly"), LifeKind.ENGINE_DEAD),
+    (re.compile(r"(?:\S*\.)?EngineDeadError\b"), LifeKind.ENGINE_DEAD),
+    (re.compile(r"(?:RuntimeError: )?Engine core initialization failed"), LifeKind.INIT_FAILED),
+    # The engine core's own word (v1/engine/core.py), and V0's engine process.
+    (re.compile(r"EngineCore failed to start"), LifeKind.INIT_FAILED),
+    (re.compile(r"Engine process failed to start"), LifeKind.INIT_FAILED),
+    (re.compile(r"\[shutdown\] API server: shutdown triggered"), LifeKind.ENDED),
+    (re.compile(r"\[shutdown\] EngineCore: trigger received signal"), LifeKind.ENDED),
+    # ≤ 0.22 ``Shutting down FastAPI HTTP server.``; 0.23+ ``[shutdown] API server: shutting
+    # down FastAPI HTTP server`` (the watchdog's path after an engine death too).
+    (
+        re.compile(r"(?:\[shutdown\] API server: s|S)hutting down FastAPI HTTP server"),
+        LifeKind.ENDED,
+    ),
+    (re.compile(_UVICORN + r"Shutting down\s*$"), LifeKind.ENDED),
+)
+#: A substring every lifecycle message holds: the cheap test before the regexes.
+_LIFE_HINTS = (
+    "startup complete",
+    "Starting vLLM",
+    "died",
+    "fatal error",
+    "output_handler failed",
+    "exited unexpectedly",
+    "EngineDeadError",
+    "initialization failed",
+    "failed to start",
+    "shutdown triggered",
+    "trigger received signal",
+    "Shutting down",
+    "shutting down FastAPI",
+)
+#: ``VllmWorker-N`` (V1 ``MultiprocExecutor``'s process name): the executor's rank N.
+_WORKER_NAME_RE = re.compile(r"VllmWorker-(?P<rank>[0-9]{1,9})")
+
+
+def _life(msg: str, line: int, proc: ProcessTag | None) -> LifeEvent | None:
+    """The lifecycle event a message states, or ``None``."""
+    if not any(hint in msg for hint in _LIFE_HINTS):
+        return None
+    for regex, kind in _LIFE_RES:
+        m = regex.match(msg)
+        if m is None:
+            continue
+        groups = m.groupdict()
+        name = groups.get("name")
+        rank_text = groups.get("rank")
+        if rank_text is None and name is not None:
+            worker = _WORKER_NAME_RE.fullmatch(name)
+            rank_text = worker["rank"] if worker else None
+        code = groups.get("code")
+        pid = groups.get("pid")
+        return _mint_life(
+            kind=kind,
+            line=line,
+            process=proc,
+            worker=name,
+            worker_rank=None if rank_text is None else int(rank_text),
+            worker_pid=None if pid is None else int(pid),
+            exit_code=None if code in (None, "None") else int(code),
+        )
+    return None
+
 
 def _version(text: str) -> Version | None:
     try:
@@ -255,6 +365,10 @@ def parse_logical_line(text: str, line: int) -> list[Observation]:
             _mint_executor(marker=EXECUTOR_FILES[h.file], named=None, line=line, process=proc)
         )
     msg = h.message
+    event = _life(msg, line, proc)
+    if event is not None:
+        out.append(event)
+        return out
     if "/rank_" in msg and not h.transformed:
         cache = compile_cache_line(msg, line, proc)
         if cache is not None:

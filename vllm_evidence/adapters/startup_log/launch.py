@@ -43,6 +43,8 @@ from vllm_evidence.adapters.startup_log.observations import (
     ExecutorBackend,
     ExecutorMarker,
     ExecutorObservation,
+    LifeEvent,
+    LifeKind,
     NonDefaultArgsObservation,
     RankObservation,
     RouteObservation,
@@ -76,6 +78,9 @@ class Launch(Sealed):
     capacity: tuple[CapacityObservation, ...]
     blocks: tuple[BlocksObservation, ...]
     available_memory: tuple[AvailableMemoryObservation, ...]
+    life: tuple[LifeEvent, ...]
+    """The lifecycle lines, in line order (the first of each event from each process):
+    serving, a worker's death, the engine's death, a failed initialisation, the end."""
     dev_mode_warning_lines: tuple[int, ...]
     api_server_pids: tuple[int, ...]
     transformed_head_lines: tuple[int, ...]
@@ -166,6 +171,44 @@ class Launch(Sealed):
         if self.dev_mode_warning_lines or any(r.path == "/server_info" for r in self.routes):
             return True
         return None
+
+    # ---------------------------------------------------------------- the launch's life
+
+    def _first(self, kind: LifeKind) -> LifeEvent | None:
+        return next((e for e in self.life if e.kind is kind), None)
+
+    @property
+    def serving(self) -> LifeEvent | None:
+        """The line from which the API server served, when the log shows it."""
+        return self._first(LifeKind.SERVING)
+
+    @property
+    def ended(self) -> LifeEvent | None:
+        """The first line of the launch's shutdown, when the log shows one."""
+        return self._first(LifeKind.ENDED)
+
+    def _before_end(self, kind: LifeKind) -> tuple[LifeEvent, ...]:
+        end = self.ended
+        return tuple(e for e in self.life if e.kind is kind and (end is None or e.line < end.line))
+
+    @property
+    def init_failure(self) -> LifeEvent | None:
+        """The first line saying the engine's initialisation failed (``EngineCore failed to
+        start.``, ``Engine core initialization failed``): the engine never started."""
+        return self._first(LifeKind.INIT_FAILED)
+
+    @property
+    def worker_deaths(self) -> tuple[LifeEvent, ...]:
+        """Workers that died unexpectedly while the launch lived (before any shutdown
+        began: a worker stopping during a shutdown is part of it)."""
+        return self._before_end(LifeKind.WORKER_DIED)
+
+    @property
+    def engine_death(self) -> LifeEvent | None:
+        """The first line saying the engine died while the launch lived (before any
+        shutdown began: vLLM logs ``EngineDeadError`` on every clean stop too)."""
+        deaths = self._before_end(LifeKind.ENGINE_DEAD)
+        return deaths[0] if deaths else None
 
     def _repr_summary(self) -> str:
         counts = [

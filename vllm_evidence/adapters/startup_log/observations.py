@@ -37,6 +37,8 @@ __all__ = [
     "ExecutorBackend",
     "ExecutorMarker",
     "ExecutorObservation",
+    "LifeEvent",
+    "LifeKind",
     "NonDefaultArgsObservation",
     "Observation",
     "ProcessTag",
@@ -386,6 +388,62 @@ _NAMING = (ExecutorMarker.CONFIG_FIELD, ExecutorMarker.ARG, ExecutorMarker.CPU_F
 _mint_executor = minter(ExecutorObservation, ExecutorObservation.__attrs_init__)
 
 
+class LifeKind(enum.Enum):
+    """What a lifecycle line says happened to the launch (``vllm-upstream.md``, "Lifecycle
+    after start-up"; each form read in vLLM's source for the releases it names)."""
+
+    SERVING = "serving"
+    """The API server started serving: uvicorn's ``Application startup complete.``, or
+    ``Starting vLLM API server N on …`` (≤ 0.2x) / ``Starting vLLM server on …`` (0.3x)."""
+    WORKER_DIED = "worker_died"
+    """A worker process died under the executor's monitor: ``Worker proc VllmWorker-N died
+    unexpectedly[ (exit code: C)], shutting down executor.`` (V1 ``MultiprocExecutor``),
+    ``RayWorkerProc rank=N died unexpectedly`` (``RayExecutorV2``), ``Worker NAME pid P
+    died, exit code: C`` (V0 ``multiproc_worker_utils``)."""
+    ENGINE_DEAD = "engine_dead"
+    """The engine died: ``EngineCore encountered a fatal error.`` (engine core),
+    ``EngineDeadError`` (API server), ``AsyncLLM output_handler failed.``, ``[shutdown]
+    MPClient: engine core exited unexpectedly`` (the client's engine monitor)."""
+    INIT_FAILED = "init_failed"
+    """The engine never started: ``Engine core initialization failed.`` (V1
+    ``v1/engine/utils.py`` ``wait_for_engine_startup``)."""
+    ENDED = "ended"
+    """A shutdown began: ``[shutdown] API server: shutdown triggered``, ``[shutdown]
+    EngineCore: trigger received signal=…``, ``Shutting down FastAPI HTTP server.``,
+    uvicorn's ``Shutting down``.  An engine-dead line after it is part of the shutdown
+    (vLLM logs ``EngineDeadError`` on every clean stop), not a death."""
+
+
+@final
+@attrs.frozen(init=False, repr=False)
+class LifeEvent(Sealed):
+    """One lifecycle line of a launch: what happened, where, and to which process."""
+
+    __public_constructor__ = _PUBLIC
+
+    kind: LifeKind
+    line: int
+    process: ProcessTag | None
+    """The printing process's tag (the engine core for a worker's death)."""
+    worker: str | None
+    """A dead worker's process name as printed (``VllmWorker-1``, ``rank=1``)."""
+    worker_rank: int | None
+    """The engine-local rank that name carries (``VllmWorker-N``: the executor's rank
+    ``N`` within its engine, ``v1/executor/multiproc_executor.py`` ``name=f"VllmWorker-{rank}"``);
+    ``None`` when the name carries none."""
+    worker_pid: int | None
+    """A dead worker's pid, when the line prints it (V0's form)."""
+    exit_code: int | None
+    """The dead worker's exit code, when printed as a number (``-9``: SIGKILL)."""
+
+    def _repr_summary(self) -> str:
+        who = f" {self.worker}" if self.worker else ""
+        return f"{self.kind.value}{who} at line {self.line}"
+
+
+_mint_life = minter(LifeEvent, LifeEvent.__attrs_init__)
+
+
 # --------------------------------------------------------------------------------------
 # Two-line capacity halves (paired by the launch assembler) and the dev-mode warning.
 
@@ -428,6 +486,7 @@ Observation = (
     | BlocksObservation
     | AvailableMemoryObservation
     | ExecutorObservation
+    | LifeEvent
     | SizeLine
     | ConcurrencyLine
     | DevModeWarning

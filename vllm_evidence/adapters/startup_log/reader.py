@@ -32,6 +32,7 @@ from vllm_evidence.adapters.startup_log.observations import (
     DevModeWarning,
     EngineConfigObservation,
     ExecutorObservation,
+    LifeEvent,
     NonDefaultArgsObservation,
     Observation,
     ProcessTag,
@@ -56,6 +57,10 @@ from vllm_evidence.errors import EvidenceMismatchError, InputError
 __all__ = ["keyword_line_starts", "read_startup_log"]
 
 
+#: The lifecycle events one launch keeps (a hostile log cannot grow the list past it).
+_MAX_LIFE_EVENTS = 256
+
+
 class _Assembler:
     """Observations in line order → launches (see the module docstring for the rules)."""
 
@@ -78,6 +83,8 @@ class _Assembler:
         self.capacity: list[CapacityObservation] = []
         self.blocks: list[BlocksObservation] = []
         self.memory: list[AvailableMemoryObservation] = []
+        self.life: list[LifeEvent] = []
+        self.life_seen: set[tuple[object, ...]] = set()
         self.dev: list[int] = []
         self.transformed: list[int] = []
         self.pre_banner: list[int] = []
@@ -102,6 +109,7 @@ class _Assembler:
                 capacity=tuple(sorted(self.capacity, key=lambda c: c.line)),
                 blocks=tuple(self.blocks),
                 available_memory=tuple(self.memory),
+                life=tuple(self.life),
                 dev_mode_warning_lines=tuple(self.dev),
                 api_server_pids=tuple(self.api_pids),
                 transformed_head_lines=tuple(self.transformed),
@@ -214,6 +222,13 @@ class _Assembler:
                 self.capacity.append(obs)
             case AvailableMemoryObservation():
                 self.memory.append(obs)
+            case LifeEvent():
+                # A traceback repeats its lines: the first of each event from each
+                # process is kept, and at most _MAX_LIFE_EVENTS in all.
+                seen = (obs.kind, obs.worker, obs.worker_pid, key)
+                if seen not in self.life_seen and len(self.life) < _MAX_LIFE_EVENTS:
+                    self.life_seen.add(seen)
+                    self.life.append(obs)
             case BlocksObservation():
                 self.blocks.append(obs)
                 if key in self.pending:
