@@ -94,14 +94,14 @@ def test_probe_sends_only_get_to_allowlisted_targets() -> None:
         sent = list(probe_sync(door.url).request_lines())
         received = list(door.requests)
     assert sorted(sent) == sorted(
-        [("GET", "/metrics"), ("GET", "/metrics")]
+        [("GET", "/metrics")] * 4  # two back to back at each end of the batch
         + [("GET", r.target) for r in Route if r.probe_readable and r is not Route.METRICS]
     )
     assert forbidden(received) == []
     assert {(r.method, r.path) for r in received} == set(sent)
-    # /metrics opens and closes the batch
-    assert received[0].path == "/metrics"
-    assert received[-1].path == "/metrics"
+    # /metrics opens and closes the batch, twice at each end
+    assert [r.path for r in received[:2]] == ["/metrics", "/metrics"]
+    assert [r.path for r in received[-2:]] == ["/metrics", "/metrics"]
 
 
 def test_session_guard_sees_the_probes_requests(stub_request_log: list[StubRequest]) -> None:
@@ -395,7 +395,7 @@ def test_every_request_line_is_the_base_path_then_one_closed_route(suffix: str) 
     with recording_server() as (base, lines):
         probe_sync(base + suffix, timeout=2, deadline=5)
     raw_base = clean_target(base + suffix).removeprefix(base)
-    assert len(lines) == len(TARGETS) + 1  # the /metrics bracket is read twice
+    assert len(lines) == len(TARGETS) + 3  # /metrics is read twice at each end
     for line in lines:
         method, path, version = line.split(" ")
         assert method == "GET"
@@ -577,8 +577,10 @@ def test_a_request_never_sent_has_no_request_line() -> None:
     # the closing bracket's budget was spent: it never left, and has no line
     assert batch.bracket_close.transport is Transport.TIMED_OUT
     assert batch.bracket_close.detail == NOT_SENT_DETAILS[0]
+    assert batch.bracket_close_twin is not None
+    assert batch.bracket_close_twin.detail == NOT_SENT_DETAILS[0]
     lines = batch.request_lines()
-    assert lines.count(("GET", "/metrics")) == 1
+    assert lines.count(("GET", "/metrics")) == 2  # the two opening reads
     assert sorted(lines) == sorted(received)
     # the slow route was sent (and timed out): it keeps its line
     assert ("GET", "/version") in lines
@@ -592,7 +594,7 @@ def test_request_lines_survive_saving_and_loading(tmp_path: Path) -> None:
     loaded = load(save(batch, tmp_path / "saved"))
     assert isinstance(loaded, CapturedReadback)
     assert loaded.batch.request_lines() == batch.request_lines()
-    assert len(batch.request_lines()) == 2 + len(PROBE_ROUTES) - 1
+    assert len(batch.request_lines()) == 4 + len(PROBE_ROUTES) - 1
 
 
 def test_probe_sync_takes_a_shared_client_like_probe() -> None:
@@ -624,6 +626,10 @@ def test_probe_refuses_a_client_with_request_hooks() -> None:
         asyncio.run(run())
 
 
+def _undated(headers: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
+    return tuple((name, value) for name, value in headers if name != "date")
+
+
 def test_a_callers_httpx_client_and_the_probes_own_connections_read_the_same_batch() -> None:
     import httpx
 
@@ -637,7 +643,8 @@ def test_a_callers_httpx_client_and_the_probes_own_connections_read_the_same_bat
 
     def seen(batch: CaptureBatch) -> list[tuple[object, ...]]:
         return [
-            (e.route, e.role, e.transport, e.status, e.body, e.detail, e.headers)
+            # the stub's Date header is the second it answered in: two probes may straddle one
+            (e.route, e.role, e.transport, e.status, e.body, e.detail, _undated(e.headers))
             for e in batch.all_exchanges()
         ]
 
@@ -656,7 +663,8 @@ def test_a_probe_on_uvloop_reads_the_batch_a_probe_on_asyncio_reads() -> None:
 
     def seen(batch: CaptureBatch) -> list[tuple[object, ...]]:
         return [
-            (e.route, e.role, e.transport, e.status, e.body, e.detail, e.headers)
+            # the stub's Date header is the second it answered in: two probes may straddle one
+            (e.route, e.role, e.transport, e.status, e.body, e.detail, _undated(e.headers))
             for e in batch.all_exchanges()
         ]
 

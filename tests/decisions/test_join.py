@@ -134,8 +134,11 @@ def test_join_refusals_cite_the_marker_law_when_the_version_is_known() -> None:
 def test_join_established_names_the_marker() -> None:
     decision = assess(probe_stub(REAL)).front_door_join
     assert isinstance(decision, JoinedIncarnation)
+    assert decision.processes_counted
     assert decision.detail == (
-        "both /metrics reads carried process_start_time_seconds 1796011852.21"
+        "all four /metrics reads (two back to back at each end) carried "
+        "process_start_time_seconds 1796011852.21: one process answered them (a balancer "
+        "that sends every /metrics read to one process would not show)"
     )
 
 

@@ -74,6 +74,8 @@ def test_every_request_line_is_one_closed_route(
     expected = _ALL - _DEV if no_dev else _ALL
     servers = 2 if mode == "fleet" else 1
     assert sorted(read, key=str) == sorted(
-        [r for r in expected for _ in range(servers)] + [Route.METRICS] * servers, key=str
+        # /metrics is in expected once: three more reads make two at each end of a batch
+        [r for r in expected for _ in range(servers)] + [Route.METRICS] * 3 * servers,
+        key=str,
     )
     assert Route.COLLECTIVE_RPC not in read

@@ -87,7 +87,7 @@ def test_fixture_started_stubs_reach_the_session_guard(
     door = vllm_front_door()
     probe_sync(door.url)
     seen = stub_request_log[before:]
-    assert len(seen) == len(door.requests) == 8  # 2 bracket reads + 6 routes
+    assert len(seen) == len(door.requests) == 10  # 2 /metrics reads at each end + 6 routes
     assert forbidden_requests(seen) == []
     assert _port_open(door.port)
 
@@ -172,7 +172,7 @@ def test_a_replay_takes_faults(vllm_front_door: FrontDoorFactory) -> None:
     health = batch.exchange(Route.HEALTH)
     assert health is not None
     assert health.status == 503
-    assert [r.path for r in real.requests].count("/metrics") == 2
+    assert [r.path for r in real.requests].count("/metrics") == 4  # two at each end
 
 
 def test_metrics_sequence_replays_recorded_bodies_in_order(

@@ -96,7 +96,7 @@ class Reply:
     as httpx joins them) and the body, or ``None`` with ``too_large`` when the body
     passed the cap (nothing of it is kept)."""
 
-    __slots__ = ("body", "headers", "status", "too_large")
+    __slots__ = ("body", "connection", "headers", "status", "too_large")
 
     def __init__(
         self,
@@ -105,11 +105,14 @@ class Reply:
         body: bytes | None,
         *,
         too_large: bool,
+        connection: object = None,
     ) -> None:
         self.status = status
         self.headers = headers
         self.body = body
         self.too_large = too_large
+        #: The connection that read it (opaque: what ``ProbeClient.get(on=...)`` takes).
+        self.connection = connection
 
 
 class _StaleConnectionError(Exception):
@@ -540,14 +543,31 @@ class ProbeClient:
         headers: list[tuple[str, str]],
         *,
         max_body_bytes: int,
+        new_connection: bool = False,
+        on: object = None,
     ) -> Reply:
         """GET ``path`` (already checked: the base path then a closed route's target)
         from ``address`` with ``headers`` after ``Host``.  Raises :class:`OSError`,
         :class:`ProtocolError` (:class:`LocalProtocolError` before anything is sent) or
-        :class:`EOFError` when no answer was read; the caller bounds the time."""
+        :class:`EOFError` when no answer was read; the caller bounds the time.
+
+        ``new_connection`` sends it on a connection opened for it (kept alive after,
+        like any other); ``on`` (an earlier :class:`Reply`'s ``connection``) sends it on
+        that connection when it is still kept alive and idle, else as usual.  What a
+        balancer in front does with each: a per-connection one (a Kubernetes Service,
+        an L4 balancer) chooses again for a new connection only; a per-request one
+        (nginx, Envoy) chooses again for every request, on a kept-alive connection too.
+        """
         request = request_bytes(path, address.authority, headers)
         kept = self._idle.get(address.key)
-        while kept:
+        same = next((c for c in kept or () if c is on), None) if on is not None else None
+        if same is not None and kept is not None:
+            kept.remove(same)
+            try:
+                return await self._exchange(same, address, request, max_body_bytes)
+            except _StaleConnectionError:
+                pass
+        while kept and not new_connection:
             connection = kept.pop()
             try:
                 return await self._exchange(connection, address, request, max_body_bytes)
@@ -579,7 +599,13 @@ class ProbeClient:
         try:
             connection.send(request)
             await waiter
-            return Reply(reader.status, reader.headers, reader.body, too_large=reader.too_large)
+            return Reply(
+                reader.status,
+                reader.headers,
+                reader.body,
+                too_large=reader.too_large,
+                connection=connection,
+            )
         finally:
             connection.reader = None
             connection.waiter = None

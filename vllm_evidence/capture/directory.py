@@ -5,12 +5,17 @@ Layout (the same stems as the real captures)::
     manifest.json                    schema, batch id, target, one entry per request,
                                      the startup log if one was saved, and the seal
     metrics.body / metrics.headers   the opening bracket read
+    metrics__twin.body               its twin: the second opening read
     metrics__bracket_close.body      the closing bracket read
+    metrics__bracket_close__twin.body  its twin: the second closing read
     version.body, v1_models.body, …  one per route read, with <stem>.headers
     startup.log                      only when the manifest lists it
 
 The manifest (schema ``vllm-evidence/capture-manifest/2``, its types, seal and
 signature in :mod:`vllm_evidence.capture.manifest`) covers every entry and every file.
+Each end's two ``/metrics`` reads share the end's role and are listed in the order they
+were read; a capture saved before the probe read twins lists one read at each end and
+loads as a batch without twins (its front-door join says processes were not counted).
 
 :func:`read_capture` refuses (:class:`CaptureIntegrityError`) a directory whose manifest
 does not match its seal, whose signature does not verify under the key given, with a
@@ -282,8 +287,11 @@ def _read_manifest(dir_fd: int, directory: Path, verify_key: bytes | None) -> Re
     opening = [e for e in exchanges if e.role is ExchangeRole.BRACKET_OPEN]
     closing = [e for e in exchanges if e.role is ExchangeRole.BRACKET_CLOSE]
     middle = tuple(e for e in exchanges if e.role is ExchangeRole.ROUTE)
-    if len(opening) != 1 or len(closing) != 1:
-        msg = f"{where}: a capture has exactly one opening and one closing /metrics read"
+    if (len(opening), len(closing)) not in ((1, 1), (2, 2)):
+        msg = (
+            f"{where}: a capture has two /metrics reads at each end (one at each in a "
+            "capture saved before the twin reads)"
+        )
         raise InputError(msg)
     from vllm_evidence.capture._target import clean_target
 
@@ -305,6 +313,8 @@ def _read_manifest(dir_fd: int, directory: Path, verify_key: bytes | None) -> Re
             bracket_open=opening[0],
             exchanges=middle,
             bracket_close=closing[0],
+            bracket_open_twin=opening[1] if len(opening) == 2 else None,
+            bracket_close_twin=closing[1] if len(closing) == 2 else None,
             # Only a signature verified under the caller's key vouches for the bytes.
             origin=CaptureOrigin.LOADED_SIGNED
             if kind is ProvenanceKind.SIGNED

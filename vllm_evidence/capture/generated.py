@@ -4,8 +4,8 @@ the transport (package-internal; the test kit's socket-free draws use it).
 :func:`_answered_batch` mints the exchanges and the batch through the same functions a
 probe ends in (:func:`~vllm_evidence.capture.batch._new_exchange`, which digests each body
 and keeps only the recorded headers, and :func:`~vllm_evidence.capture.batch._new_batch`,
-which checks the bracket), in the order a probe reads: ``/metrics``, the other routes,
-``/metrics`` again.  Nothing is sent anywhere.
+which checks the bracket), in the order a probe reads: ``/metrics`` twice, the other
+routes, ``/metrics`` twice again.  Nothing is sent anywhere.
 """
 
 from __future__ import annotations
@@ -42,13 +42,17 @@ def _answered_batch(
     *,
     closing_metrics: _Answer | None = None,
     development_routes: bool = True,
+    bracket_metrics: tuple[_Answer, _Answer, _Answer, _Answer] | None = None,
 ) -> CaptureBatch:
     """The batch a probe of ``target`` would have read had the server given ``answers``.
 
-    ``answers`` holds ``/metrics`` (both bracket reads, unless ``closing_metrics`` gives
-    the closing one: a restart) and any other probe route; a route the probe reads that
+    ``answers`` holds ``/metrics`` (every bracket read, unless ``closing_metrics`` gives
+    the two closing ones: a restart; each end's twin is its first read's answer, as one
+    process gives) and any other probe route; a route the probe reads that
     has no answer is answered 404 ``{"detail":"Not Found"}``, as vLLM answers a route it
     did not register.  ``development_routes`` is the probe's option of that name.
+    ``bracket_metrics`` gives the four ``/metrics`` answers in probe order (the opening
+    read, its twin, the closing read, its twin) instead: several processes, for one.
     Timestamps are this process's clocks, one microsecond per exchange, in probe order.
     The batch's origin is :attr:`~vllm_evidence.capture.batch.CaptureOrigin.GENERATED`.
     """
@@ -85,15 +89,24 @@ def _answered_batch(
         for r in PROBE_ROUTES
         if r is not Route.METRICS and (r in _CORE_ROUTES or development_routes)
     ]
-    opening = exchange(Route.METRICS, ExchangeRole.BRACKET_OPEN, answers.get(Route.METRICS))
-    middle = tuple(exchange(r, ExchangeRole.ROUTE, answers.get(r)) for r in routes)
     closing_answer = answers.get(Route.METRICS) if closing_metrics is None else closing_metrics
-    closing = exchange(Route.METRICS, ExchangeRole.BRACKET_CLOSE, closing_answer)
+    first, twin, last, last_twin = (
+        (answers.get(Route.METRICS),) * 2 + (closing_answer,) * 2
+        if bracket_metrics is None
+        else bracket_metrics
+    )
+    opening = exchange(Route.METRICS, ExchangeRole.BRACKET_OPEN, first)
+    opening_twin = exchange(Route.METRICS, ExchangeRole.BRACKET_OPEN, twin)
+    middle = tuple(exchange(r, ExchangeRole.ROUTE, answers.get(r)) for r in routes)
+    closing = exchange(Route.METRICS, ExchangeRole.BRACKET_CLOSE, last)
+    closing_twin = exchange(Route.METRICS, ExchangeRole.BRACKET_CLOSE, last_twin)
     return _new_batch(
         batch_id=uuid.uuid4().hex,
         target=base,
         bracket_open=opening,
         exchanges=middle,
         bracket_close=closing,
+        bracket_open_twin=opening_twin,
+        bracket_close_twin=closing_twin,
         origin=CaptureOrigin.GENERATED,
     )

@@ -16,7 +16,7 @@ import ssl
 import time
 import uuid
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Final, final
+from typing import TYPE_CHECKING, Final, Literal, final
 
 from vllm_evidence._scrub import remember, scrub_body
 from vllm_evidence.capture._target import clean_target
@@ -62,8 +62,9 @@ DEFAULT_DEADLINE_S: Final = 30.0
 
 _CORE_ROUTES = (Route.VERSION, Route.MODELS, Route.HEALTH)
 #: The most connections (sockets) one :func:`probe` holds at once: the routes read
-#: between the two ``/metrics`` reads, each on its own connection.  A fleet of N probes
-#: at once may hold N times this many.
+#: between the opening and the closing ``/metrics`` reads, each on its own connection
+#: (the two opening reads use two, which the routes then reuse).  A fleet of N probes at
+#: once may hold N times this many.
 CONNECTIONS_PER_PROBE: Final = len(PROBE_ROUTES) - 1
 
 
@@ -84,6 +85,10 @@ def _utc_now() -> datetime:
 
 #: What one send gives back: status, headers, body, transport and detail.
 _Sent = tuple[int | None, tuple[tuple[str, str], ...], bytes | None, Transport, str]
+
+#: Which connection a request goes on: any kept-alive one (or a new one), a new one,
+#: or the one that read this client's previous answer (when it is still kept alive).
+Via = Literal["any", "new", "same"]
 
 #: A base path as it may go on the wire before a closed route's target: empty, or
 #: ``/`` and the cleaned base path's characters.
@@ -119,9 +124,16 @@ class RouteClient:
         self._origin, self._base_path = _target_parts(target)
         self._address = server_address(target) if isinstance(client, ProbeClient) else None
         self._header_list = list(self._headers.items())
+        #: The connection that read the last answer (the probe's own connections only).
+        self._last_connection: object = None
 
-    async def get(self, route: Route, role: ExchangeRole = ExchangeRole.ROUTE) -> Exchange:
-        """GET ``route`` and return the exchange, whatever happened."""
+    async def get(
+        self, route: Route, role: ExchangeRole = ExchangeRole.ROUTE, *, via: Via = "any"
+    ) -> Exchange:
+        """GET ``route`` and return the exchange, whatever happened.
+
+        ``via`` chooses the connection (:data:`Via`) on the probe's own connections; a
+        caller's :class:`httpx.AsyncClient` chooses its own."""
         if not isinstance(route, Route) or not route.probe_readable:  # type: ignore[redundant-expr]  # callers outside mypy can pass anything
             msg = f"the probe reads only probe-readable Route members, not {route!r}"
             raise TypeError(msg)
@@ -136,7 +148,7 @@ class RouteClient:
         if budget <= 0:
             sent: _Sent = (None, (), None, Transport.TIMED_OUT, NOT_SENT_DETAILS[0])
         elif isinstance(self._client, ProbeClient):
-            sent = await self._send_wire(self._client, path, budget)
+            sent = await self._send_wire(self._client, path, budget, via)
         else:
             sent = await self._send_httpx(self._client, path, budget)
         status, headers, body, transport, detail = sent
@@ -163,13 +175,20 @@ class RouteClient:
     def _too_large(self) -> str:
         return f"body larger than {self._max_body_bytes} bytes"
 
-    async def _send_wire(self, client: ProbeClient, path: str, budget: float) -> _Sent:
+    async def _send_wire(self, client: ProbeClient, path: str, budget: float, via: Via) -> _Sent:
         assert self._address is not None  # noqa: S101 - set with a ProbeClient
+        on, self._last_connection = self._last_connection, None
         try:
             async with asyncio.timeout(budget):
                 reply = await client.get(
-                    self._address, path, self._header_list, max_body_bytes=self._max_body_bytes
+                    self._address,
+                    path,
+                    self._header_list,
+                    max_body_bytes=self._max_body_bytes,
+                    new_connection=via == "new",
+                    on=on if via == "same" else None,
                 )
+                self._last_connection = reply.connection
         except TimeoutError as exc:
             detail = f"no complete answer within {budget:.3g}s ({type(exc).__name__})"
             return None, (), None, Transport.TIMED_OUT, detail
@@ -306,7 +325,15 @@ async def probe(
     verify: bool | str | ssl.SSLContext = True,
     client: ProbeClient | httpx.AsyncClient | None = None,
 ) -> CaptureBatch:
-    """Read one front door: ``/metrics``, then the other routes concurrently, then ``/metrics``.
+    """Read one front door: ``/metrics`` twice, the other routes concurrently, ``/metrics`` twice.
+
+    Each end of the batch is two ``/metrics`` reads back to back, the second sent when
+    the first has ended: at the opening end on a connection of its own (a per-connection
+    balancer, such as a Kubernetes Service, chooses again for it), at the closing end on
+    the first read's kept-alive connection (a per-request balancer, such as nginx, chooses
+    again for every request on one connection).  Two reads of one end that carry
+    different ``process_start_time_seconds`` are several processes behind one URL, and
+    the front-door join refuses them by name (``several_processes``).
 
     ``timeout`` bounds each request and ``deadline`` the whole batch (seconds).
     ``development_routes`` adds ``/server_info`` (both forms) and ``/get_world_size``.
@@ -353,14 +380,18 @@ async def probe(
             secrets=() if api_key is None else (api_key,),
         )
         opening = await layer.get(Route.METRICS, ExchangeRole.BRACKET_OPEN)
+        opening_twin = await layer.get(Route.METRICS, ExchangeRole.BRACKET_OPEN, via="new")
         middle = await asyncio.gather(*(layer.get(r) for r in routes))
         closing = await layer.get(Route.METRICS, ExchangeRole.BRACKET_CLOSE)
+        closing_twin = await layer.get(Route.METRICS, ExchangeRole.BRACKET_CLOSE, via="same")
         return _new_batch(
             batch_id=uuid.uuid4().hex,
             target=target,
             bracket_open=opening,
             exchanges=tuple(middle),
             bracket_close=closing,
+            bracket_open_twin=opening_twin,
+            bracket_close_twin=closing_twin,
             origin=CaptureOrigin.PROBED,
         )
 

@@ -39,6 +39,7 @@ __all__ = [
     "MAX_MANIFEST_DEPTH",
     "OLD_SCHEMAS",
     "STARTUP_LOG",
+    "TWIN_SUFFIX",
     "Manifest",
     "ManifestEntry",
     "SavedLog",
@@ -70,6 +71,13 @@ STARTUP_LOG = "startup.log"
 CLOSE_SUFFIX = "__bracket_close"
 
 
+#: The file stem of an end's second ``/metrics`` read adds this to its end's stem
+#: (``metrics__twin``, ``metrics__bracket_close__twin``); the manifest lists it after
+#: the first read of its end, with the same role.  A capture saved before the probe read
+#: twins lists none, and still loads.
+TWIN_SUFFIX = "__twin"
+
+
 _REASONS = {200: "OK", 302: "Found", 401: "Unauthorized", 404: "Not Found"}
 
 
@@ -81,10 +89,11 @@ MAX_MANIFEST_BYTES: Final = 4 * 1024 * 1024
 MAX_MANIFEST_DEPTH: Final = 16
 
 
-def stem(exchange: Exchange) -> str:
+def stem(exchange: Exchange, *, twin: bool = False) -> str:
+    base = exchange.route.stem
     if exchange.role is ExchangeRole.BRACKET_CLOSE:
-        return exchange.route.stem + CLOSE_SUFFIX
-    return exchange.route.stem
+        base += CLOSE_SUFFIX
+    return base + TWIN_SUFFIX if twin else base
 
 
 def headers_text(exchange: Exchange) -> str:
@@ -163,8 +172,8 @@ class Manifest:
     """``None`` only in the canonical form the seal is computed over."""
 
 
-def _entry(exchange: Exchange) -> ManifestEntry:
-    base = stem(exchange)
+def _entry(exchange: Exchange, *, twin: bool = False) -> ManifestEntry:
+    base = stem(exchange, twin=twin)
     text = None if exchange.status is None else headers_text(exchange)
     return ManifestEntry(
         route=exchange.route.stem,
@@ -200,7 +209,14 @@ def build_manifest(
         schema=MANIFEST_SCHEMA,
         batch_id=capture.batch_id,
         target=capture.target,
-        requests=[_entry(exchange) for exchange in capture.all_exchanges()],
+        requests=[
+            _entry(
+                exchange,
+                twin=exchange is capture.bracket_open_twin
+                or exchange is capture.bracket_close_twin,
+            )
+            for exchange in capture.all_exchanges()
+        ],
         startup_log=startup_log,
     )
     covered = canonical(manifest_json(unsealed), without="seal")

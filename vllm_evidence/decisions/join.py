@@ -1,11 +1,23 @@
 """Front-door join: whether one capture's observations belong to one server incarnation.
 
-The probe brackets its batch with two ``/metrics`` reads (the readback's
-:class:`~vllm_evidence.readback.Bracket`); the join is established only when both parsed
-and carry the same ``process_start_time_seconds``, compared exactly.  Bodies a caller
-assembled have no bracket and are never joined.  The decision carries the
-incarnation-marker law of the server's release, which says when the marker is expected
-to be missing (e.g. DP>1 from 0.20 on).
+The probe brackets its batch with ``/metrics`` reads, two back to back at each end (the
+readback's :class:`~vllm_evidence.readback.Bracket`); the join is established only when
+every one parsed and carries the same ``process_start_time_seconds``, compared exactly.
+Bodies a caller assembled have no bracket and are never joined.  The decision carries
+the incarnation-marker law of the server's release, which says when the marker is
+expected to be missing (e.g. DP>1 from 0.20 on).
+
+One URL is not one process: a balancer in front (nginx round-robin over two replicas)
+may send the ``/metrics`` reads to one process and ``/version`` or ``/health`` to another.
+The join proves only that the ``/metrics`` reads reached one process; what makes a
+balancer visible is the twin read at each end, and two reads of one end that carry
+different start times are refused by name (:attr:`JoinReason.SEVERAL_PROCESSES`), apart
+from a restart (:attr:`JoinReason.MARKER_CHANGED`: each end's reads agree, the closing
+end's process is a later one).  A balancer is detected, not defeated: one that happens
+to send every ``/metrics`` read to one process still joins, so a gate probes the pod's
+own process, not a Service address.  A capture saved before the probe read twins joins
+as before, its detail saying that processes were not counted (and the log join does
+not rest on it).
 """
 
 from __future__ import annotations
@@ -38,14 +50,19 @@ class JoinReason(enum.Enum):
     MARKER_ABSENT = "marker_absent"
     """``process_start_time_seconds`` is missing (multi-process registry mode: the
     default for DP>1 with internal load balancing since 0.20)."""
+    SEVERAL_PROCESSES = "several_processes"
+    """Several processes answer this URL (a balancer in front): the two reads at one
+    end carry different markers (or one none), or the closing end's process started
+    before the opening end's.  Named before what is missing: it is definite."""
     MARKER_CHANGED = "marker_changed"
-    """The marker differs between the two reads: the server restarted mid-read."""
+    """The marker differs between the two ends, each end's reads agreeing and the
+    closing one later: one process replaced by another, a restart mid-batch."""
 
 
 @final
 @attrs.frozen(init=False, repr=False)
 class JoinedIncarnation(Sealed):
-    """Both bracket reads carried the same process start time."""
+    """Every bracket read carried the same process start time."""
 
     __public_constructor__ = "vllm_evidence.decisions.decide_front_door_join()"
 
@@ -53,6 +70,10 @@ class JoinedIncarnation(Sealed):
     process_start_seconds: Decimal
     law: IncarnationMarkerLaw | LawNotEstablished | None
     """What the marker marks in this release (the API-server process, not the engine)."""
+    processes_counted: bool
+    """Whether each end was read twice (every probe's batch): ``False`` only for a
+    capture saved before the twin reads, where a balancer in front would not show; the
+    log join does not rest on such a join."""
 
     @property
     def reason(self) -> JoinReason:
@@ -62,12 +83,22 @@ class JoinedIncarnation(Sealed):
     @property
     def detail(self) -> str:
         """One line for a person."""
+        if self.processes_counted:
+            return (
+                "all four /metrics reads (two back to back at each end) carried "
+                f"process_start_time_seconds {self.process_start_seconds}: one process "
+                "answered them (a balancer that sends every /metrics read to one process "
+                "would not show)"
+            )
         return (
-            f"both /metrics reads carried process_start_time_seconds {self.process_start_seconds}"
+            f"both /metrics reads carried process_start_time_seconds {self.process_start_seconds}; "
+            "processes not counted: the capture was saved before the probe read /metrics "
+            "twice at each end, so several processes behind this URL would not show"
         )
 
     def _repr_summary(self) -> str:
-        return f"process_start_time_seconds {self.process_start_seconds}"
+        counted = "" if self.processes_counted else ", processes not counted"
+        return f"process_start_time_seconds {self.process_start_seconds}{counted}"
 
 
 @final
@@ -103,6 +134,10 @@ _REMEDIES = {
         "none over HTTP: without process_start_time_seconds (multi-process registry, "
         "api_server_count > 1) the front door carries no incarnation marker"
     ),
+    JoinReason.SEVERAL_PROCESSES: (
+        "probe the serving process itself (the pod's own address, not a Service or a "
+        "balancer in front of several replicas)"
+    ),
     JoinReason.MARKER_CHANGED: "probe again: the server restarted during the batch",
 }
 
@@ -125,6 +160,14 @@ def decide_front_door_join(evidence: Evidence) -> FrontDoorJoinDecision:
         return _unjoined(
             JoinReason.CALLER_ASSEMBLED,
             "bodies supplied by a caller were not read in one bracketed batch",
+            law,
+            evidence.subject,
+        )
+    several = bracket.several_processes()
+    if several is not None:
+        return _unjoined(
+            JoinReason.SEVERAL_PROCESSES,
+            f"several processes answer this URL: {several}",
             law,
             evidence.subject,
         )
@@ -160,7 +203,23 @@ def decide_front_door_join(evidence: Evidence) -> FrontDoorJoinDecision:
             law,
             evidence.subject,
         )
-    return _mint_joined(subject=evidence.subject, process_start_seconds=first.seconds, law=law)
+    for side, twin in (("opening", bracket.opening_twin), ("closing", bracket.closing_twin)):
+        # A twin that did not parse: that end's processes were not counted.  (A parsed
+        # twin agrees with its end here: several_processes above saw every disagreement.)
+        if twin is not None and not isinstance(twin, Parsed):
+            return _unjoined(
+                JoinReason.BRACKET_READ_FAILED,
+                f"{side} twin /metrics read: {type(twin).__name__} (the processes behind "
+                "this URL were not counted at that end)",
+                law,
+                evidence.subject,
+            )
+    return _mint_joined(
+        subject=evidence.subject,
+        process_start_seconds=first.seconds,
+        law=law,
+        processes_counted=bracket.processes_counted,
+    )
 
 
 def _unjoined(

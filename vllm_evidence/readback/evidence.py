@@ -193,9 +193,14 @@ class Evidence(Sealed):
 
     def front_door_version(self) -> Version | None:
         """``/version`` of the readback, when parsed — and ``None`` when the server
-        restarted during the read (:meth:`front_door_restarted`): then ``/version`` may
+        restarted during the read (:meth:`front_door_restarted`) or several processes
+        answer its URL (:meth:`front_door_several_processes`): then ``/version`` may
         belong to another process than the route it would scope."""
-        if self.front_door is None or self.front_door_restarted():
+        if (
+            self.front_door is None
+            or self.front_door_restarted()
+            or self.front_door_several_processes() is not None
+        ):
             return None
         return self.reported_front_door_version()
 
@@ -207,9 +212,18 @@ class Evidence(Sealed):
         return observed.version if observed is not None else None
 
     def front_door_restarted(self) -> bool:
-        """Whether the bracket saw two incarnations (``process_start_time_seconds`` changed)."""
+        """Whether the bracket saw one incarnation replaced by a later one
+        (``process_start_time_seconds`` changed between the ends, each end's reads
+        agreeing): a restart mid-batch, not several processes at once."""
         bracket = None if self.front_door is None else self.front_door.bracket
         return bracket is not None and bracket.marker_changed()
+
+    def front_door_several_processes(self) -> str | None:
+        """Why the bracket shows several processes answering the front door's URL (a
+        balancer in front: the routes between may come from any of them), or ``None``
+        when it shows none (:meth:`~vllm_evidence.readback.Bracket.several_processes`)."""
+        bracket = None if self.front_door is None else self.front_door.bracket
+        return None if bracket is None else bracket.several_processes()
 
     def sources_conflict(self) -> str | None:
         """Why the log cannot describe the server behind the front door, or ``None``.

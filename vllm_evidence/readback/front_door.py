@@ -1,8 +1,8 @@
 """Readbacks: one server's front-door observations, grouped by route, with the bracket.
 
 * :class:`CapturedReadback` is built from one :class:`~vllm_evidence.capture.batch.CaptureBatch`;
-  it carries the batch's ``/metrics`` :class:`Bracket` (the opening and closing reads),
-  which the front-door join decision compares.
+  it carries the batch's ``/metrics`` :class:`Bracket` (the two opening and the two
+  closing reads), which the front-door join decision compares.
 * :class:`HistoricalBundle` is built from bodies a caller supplies; it has no bracket
   (``bracket`` is ``None``), so nothing can make it joined.
 
@@ -56,7 +56,9 @@ __all__ = [
 @final
 @attrs.frozen(init=False, repr=False)
 class Bracket(Sealed):
-    """The two ``/metrics`` reads that open and close one probe batch, as they ended.
+    """The ``/metrics`` reads that open and close one probe batch, as they ended: two at
+    each end (the second, the *twin*, read when the first had ended), or one at each in
+    a capture saved before the probe read twins.
 
     These are facts, not a verdict: whether they join the batch into one incarnation
     is decided by :func:`vllm_evidence.decisions.decide_front_door_join`.
@@ -66,10 +68,20 @@ class Bracket(Sealed):
 
     opening: Outcome[MetricsObservation]
     closing: Outcome[MetricsObservation]
+    opening_twin: Outcome[MetricsObservation] | None
+    """The second opening read; ``None`` in a capture saved before twins."""
+    closing_twin: Outcome[MetricsObservation] | None
+    """The second closing read; ``None`` in a capture saved before twins."""
+
+    @property
+    def processes_counted(self) -> bool:
+        """Whether each end was read twice: only then can the bracket show that several
+        processes answer one URL (a balancer in front)."""
+        return self.opening_twin is not None and self.closing_twin is not None
 
     def markers(self) -> tuple[Decimal | None, Decimal | None] | None:
-        """Both reads' ``process_start_time_seconds`` (``None`` where absent), exact;
-        ``None`` when either read did not parse."""
+        """Both first reads' ``process_start_time_seconds`` (``None`` where absent),
+        exact; ``None`` when either read did not parse."""
         if not isinstance(self.opening, Parsed) or not isinstance(self.closing, Parsed):
             return None
         first = self.opening.observation.process_start_time
@@ -79,12 +91,61 @@ class Bracket(Sealed):
             None if last is None else last.seconds,
         )
 
+    def several_processes(self) -> str | None:
+        """Why these reads came from more than one process, or ``None`` when nothing
+        shows it.  One process's ``/metrics`` carries one start time (or, in a
+        multi-process registry, none) for as long as it lives, so:
+
+        * two parsed reads at one end carry different markers, or one carries it and
+          the other not (read back to back: nothing restarts and serves in between);
+        * or the closing end's marker is *earlier* than the opening end's: that process
+          had started before the opening one and still answered after it, so both were
+          running at once (a restart's replacement starts later, never earlier).
+        """
+        ends = (
+            ("opening", self.opening, self.opening_twin),
+            ("closing", self.closing, self.closing_twin),
+        )
+        for end, first, twin in ends:
+            if isinstance(first, Parsed) and isinstance(twin, Parsed):
+                one = first.observation.process_start_time
+                two = twin.observation.process_start_time
+                a = None if one is None else one.seconds
+                b = None if two is None else two.seconds
+                if a != b:
+                    return (
+                        f"the two {end} /metrics reads, back to back, carried "
+                        f"process_start_time_seconds {_shown(a)} then {_shown(b)}"
+                    )
+        earliest = [m for m in (_marker(self.opening), _marker(self.opening_twin)) if m is not None]
+        latest = [m for m in (_marker(self.closing), _marker(self.closing_twin)) if m is not None]
+        if earliest and latest and min(latest) < max(earliest):
+            return (
+                f"the closing /metrics read's process started at {min(latest)}, before the "
+                f"opening read's ({max(earliest)}): both were running at once"
+            )
+        return None
+
     def marker_changed(self) -> bool:
-        """Both reads carried the marker and it differs: a restart mid-batch."""
+        """Both first reads carried the marker and it differs, and nothing shows several
+        processes (:meth:`several_processes`): one process replaced by a later one, a
+        restart mid-batch."""
         markers = self.markers()
         if markers is None or markers[0] is None or markers[1] is None:
             return False
-        return markers[0] != markers[1]
+        return markers[0] != markers[1] and self.several_processes() is None
+
+
+def _marker(outcome: Outcome[MetricsObservation] | None) -> Decimal | None:
+    """A read's ``process_start_time_seconds``, when it parsed and carried one."""
+    if not isinstance(outcome, Parsed):
+        return None
+    start = outcome.observation.process_start_time
+    return None if start is None else start.seconds
+
+
+def _shown(marker: Decimal | None) -> str:
+    return "absent" if marker is None else str(marker)
 
 
 _mint_bracket = minter(Bracket, Bracket.__attrs_init__)
@@ -103,7 +164,7 @@ class CapturedReadback(Sealed):
 
     batch: CaptureBatch
     bracket: Bracket
-    """The two ``/metrics`` reads that bracket the batch."""
+    """The ``/metrics`` reads that bracket the batch (two at each end)."""
     version: Outcome[SelfReportedVersion]
     models: Outcome[ServedModels]
     metrics: Outcome[MetricsObservation]
@@ -128,6 +189,8 @@ def readback_from_batch(batch: CaptureBatch) -> CapturedReadback:
     """Run every route's adapter over a batch, the two bracketing reads included."""
     opening = _metrics_outcome(batch.bracket_open)
     closing = _metrics_outcome(batch.bracket_close)
+    opening_twin = batch.bracket_open_twin
+    closing_twin = batch.bracket_close_twin
 
     def health() -> Outcome[HealthAnswer]:
         exchange = batch.exchange(Route.HEALTH)
@@ -149,7 +212,12 @@ def readback_from_batch(batch: CaptureBatch) -> CapturedReadback:
     world_ex = batch.exchange(Route.GET_WORLD_SIZE)
     return _mint_captured(
         batch=batch,
-        bracket=_mint_bracket(opening=opening, closing=closing),
+        bracket=_mint_bracket(
+            opening=opening,
+            closing=closing,
+            opening_twin=None if opening_twin is None else _metrics_outcome(opening_twin),
+            closing_twin=None if closing_twin is None else _metrics_outcome(closing_twin),
+        ),
         version=not_requested(Route.VERSION)
         if version_ex is None
         else exchange_outcome(version_ex, parse_version),

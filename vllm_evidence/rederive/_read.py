@@ -125,8 +125,12 @@ def _captured(door: dict[str, Any], *, verified: bool) -> CapturedReadback:
     ]
     opening = [e for e in exchanges if e.role is ExchangeRole.BRACKET_OPEN]
     closing = [e for e in exchanges if e.role is ExchangeRole.BRACKET_CLOSE]
-    if len(opening) != 1 or len(closing) != 1:
-        _malformed(where, "a batch has exactly one opening and one closing /metrics read")
+    if (len(opening), len(closing)) not in ((1, 1), (2, 2)):
+        _malformed(
+            where,
+            "a batch has two /metrics reads at each end (one at each in a document "
+            "written before the twin reads)",
+        )
     batch = _rederive_batch(
         _field(door, "batch_id", str, where),
         _field(door, "target", str, where),
@@ -136,6 +140,9 @@ def _captured(door: dict[str, Any], *, verified: bool) -> CapturedReadback:
         # A document is not an observation: unless its signature verified, its bytes come
         # back as loaded ones, whatever origin it records.
         origin,
+        None,
+        opening[1] if len(opening) == 2 else None,
+        closing[1] if len(closing) == 2 else None,
     )
     return readback_from_batch(batch)
 

@@ -120,8 +120,8 @@ def vllm_front_door(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FrontD
     or a ``CaptureDirectory`` (e.g. a drawn server's ``front_door``).  Faults per route:
     ``vllm_front_door(faults={Route.HEALTH: Fault(status=503)})`` (also delay, trickle,
     oversize, truncated, garbage, reset, redirect).  A restart:
-    ``vllm_front_door(restart_after_metrics_reads=1)`` (the closing ``/metrics`` read
-    sees another process) or ``door.restart()``.  Recorded ``/metrics`` bodies in order:
+    ``vllm_front_door(restart_after_metrics_reads=1)`` (the closing ``/metrics`` reads
+    see another process) or ``door.restart()``.  Recorded ``/metrics`` bodies in order:
     ``vllm_front_door(metrics_sequence=[first, second])``.  A recorded real server with
     its startup log and launch receipt: ``real =
     vllm_front_door.replay("vllm-0.32.0-cpu/tp2-devmode")``, then

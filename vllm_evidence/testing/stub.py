@@ -16,6 +16,11 @@ Faults (:class:`Fault`, per route): a status override, a delay, a trickled body,
 oversize, truncated or garbage body, a connection reset (no answer at all), a
 redirect.  A restart (a new ``process_start_time_seconds`` on ``/metrics``) is
 :meth:`StubFrontDoor.restart` between requests, or ``restart_after_metrics_reads``.
+
+A stub is one process: ``/metrics`` reads back to back (no other request between them,
+as a probe reads two at each end of its batch) are one moment of it and answer alike;
+``restart_after_metrics_reads`` and ``metrics_sequence`` count such runs of reads, so a
+probe's two opening reads see one process and its two closing reads another.
 """
 
 from __future__ import annotations
@@ -198,6 +203,9 @@ class StubFrontDoor:
         self._api_key = api_key
         self._restart_after = restart_after_metrics_reads
         self._metrics_reads = 0
+        #: Whether the last request answered was a /metrics read (then the next one is
+        #: the same run: the same moment of this one process).
+        self._last_was_metrics = False
         self._restarts = 0
         self._stopping = threading.Event()
         self._lock = threading.Lock()
@@ -251,6 +259,9 @@ class StubFrontDoor:
 
     def _answer(self, method: str, path: str, authorization: str | None) -> _Reply:
         route = next((r for r in Route if r.target == path and r.probe_readable), None)
+        if route is not Route.METRICS:
+            with self._lock:
+                self._last_was_metrics = False
         if method != "GET":
             return _Reply(405, "Method Not Allowed", {}, b'{"detail":"Method Not Allowed"}')
         if route is None:
@@ -294,7 +305,9 @@ class StubFrontDoor:
 
     def _metrics_body(self, body: bytes) -> bytes:
         with self._lock:
-            self._metrics_reads += 1
+            if not self._last_was_metrics:
+                self._metrics_reads += 1
+            self._last_was_metrics = True
             reads = self._metrics_reads
             restarts = self._restarts
         if self._sequence:
@@ -427,11 +440,13 @@ def serve_capture(
     ``faults`` maps a route to the :class:`Fault` it answers with.  ``api_key`` makes
     ``/v1/models`` answer 401 without ``Authorization: Bearer <key>`` (as vLLM does).
     ``restart_after_metrics_reads=N`` serves a later ``process_start_time_seconds`` on
-    every ``/metrics`` read after the N-th: a restart (see also
-    :meth:`StubFrontDoor.restart`).  ``metrics_sequence`` replays recorded ``/metrics``
-    bodies in order — the N-th read gets the N-th body, later reads the last — e.g. the
-    two reads of a real server restarted between them.  ``latency_s`` delays every
-    answer to a front-door route by that long (a server's own latency, before any fault).
+    every ``/metrics`` read after the N-th run of them (reads back to back, with no other
+    request between, are one run: a probe's two reads at one end of its batch): a restart
+    (see also :meth:`StubFrontDoor.restart`).  ``metrics_sequence`` replays recorded
+    ``/metrics`` bodies in order — the N-th run of reads gets the N-th body, later runs
+    the last — e.g. the two ends of a probe of a real server restarted between them.
+    ``latency_s`` delays every answer to a front-door route by that long (a server's own
+    latency, before any fault).
     ``bind_wait_s``: a fixed ``port`` that another listener holds is tried again for up
     to that long before :class:`OSError` (two test suites replaying the same log).
     """

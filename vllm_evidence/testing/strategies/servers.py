@@ -81,8 +81,19 @@ class GeneratedServer:
     mixed: bool
     """Whether the log and receipt are another launch's than the front door's."""
     restarted: bool
-    """Whether the front door restarted during the batch (the closing ``/metrics``
-    carries a later start time: another process)."""
+    """Whether the front door restarted during the batch (the two closing ``/metrics``
+    reads carry a later start time: another process)."""
+
+    def __repr__(self) -> str:
+        """A short line (hypothesis prints every falsifying example: the bodies and the
+        log's bytes would make it tens of kB)."""
+        door, launch = self.front_door_launch, self.log.launches[0]
+        return (
+            f"GeneratedServer(front door {door.release} TP={door.tensor_parallel_size}, "
+            f"log {launch.release} TP={launch.tensor_parallel_size} "
+            f"({len(self.log.text):,} bytes), start_time={self.start_time!r}, "
+            f"mixed={self.mixed}, restarted={self.restarted})"
+        )
 
     def readback(self) -> CapturedReadback:
         """The front door's readback (``readback_from_batch`` of :attr:`batch`)."""
@@ -203,7 +214,7 @@ def servers(
     combination raises ``ValueError`` here; no draw is rejected).  Every part comes from
     one generated launch, so the log joins the front door through the receipt (the log
     join is established) and what the log establishes for its launch holds for the
-    serving process.  ``restarted=True`` makes the closing ``/metrics`` read another,
+    serving process.  ``restarted=True`` makes the two closing ``/metrics`` reads another,
     later process (a restart during the batch): no serving claim may then be made.
 
     Speed, measured by ``python benchmarks/bench_strategies.py --examples 200`` (each
