@@ -40,6 +40,34 @@ def test_models_lora_cards() -> None:
     assert lora2.root == lora1.root
 
 
+def test_an_adapter_card_as_vllm_lists_it_beside_the_base() -> None:
+    """``--enable-lora --lora-modules myadapter=/models/tiny-llama-lora``, no
+    ``--served-model-name``: the base card, then the adapter's (``parent`` the base's id,
+    ``root`` the adapter path, ``max_model_len`` null)."""
+    body = (
+        b'{"object":"list","data":['
+        b'{"id":"/models/tiny-llama","object":"model","created":1,"owned_by":"vllm",'
+        b'"root":"/models/tiny-llama","parent":null,"max_model_len":2048,"permission":[]},'
+        b'{"id":"myadapter","object":"model","created":1,"owned_by":"vllm",'
+        b'"root":"/models/tiny-llama-lora","parent":"/models/tiny-llama",'
+        b'"max_model_len":null,"permission":[]}]}'
+    )
+    parsed = parse_models(body)
+    assert isinstance(parsed, ServedModels)
+    base, adapter = parsed.cards
+    assert (base.served_id, base.root, base.parent) == (
+        "/models/tiny-llama",
+        "/models/tiny-llama",
+        None,
+    )
+    assert (adapter.served_id, adapter.root, adapter.parent, adapter.max_model_len) == (
+        "myadapter",
+        "/models/tiny-llama-lora",
+        "/models/tiny-llama",
+        None,
+    )
+
+
 @pytest.mark.parametrize(
     "body",
     [

@@ -30,6 +30,7 @@ from vllm_evidence.decisions.health import (
 from vllm_evidence.decisions.identity import (
     Derivation,
     IdentityReason,
+    ServedAdapter,
     ServedIdentityDecision,
     ServedIdentityEstablished,
     ServedIdentityRefused,
@@ -90,6 +91,7 @@ __all__ = [
     "ParallelRefused",
     "PresentRank",
     "ResolvedParallel",
+    "ServedAdapter",
     "ServedIdentityDecision",
     "ServedIdentityEstablished",
     "ServedIdentityRefused",

@@ -11,6 +11,21 @@ never "contradict": an alias is simply not evidence.
 Even a derivable id establishes only the *configured path*: intent, not the bytes
 that were loaded.
 
+Every served card is judged, LoRA adapters included.  vLLM lists each adapter of
+``--lora-modules NAME=PATH`` (and each one loaded at run time) as a card of its own after
+the base cards: ``id`` NAME, ``root`` PATH, ``parent`` the base's served name (the
+module's ``base_model_name`` when given, else the first served name).  An adapter is a
+served artifact of its own (other weights on the base), so the same rule applies to it
+against its *own* root: an adapter whose name is not derivable from its root (or that
+has no root) refuses ``adapter_not_derivable``, naming it; an adapter whose ``parent``
+names no base card of the same answer refuses ``adapter_parent_not_served`` (vLLM never
+checks ``base_model_name`` against the served names, so such a parent is a label nobody
+checked, and which base the adapter runs on is not read from the answer).  A derivable
+adapter on a served base is named in the established arm (``adapters``), whose detail
+says adapters are served too.  A log alone lists no cards: a launch whose non-default
+args give ``lora_modules`` refuses ``adapters_unobserved`` (its adapters are printed
+text, not served cards).
+
 With a front door the subject is the serving process (nothing is established from a
 front door that was not reached, answered only errors or restarted mid-batch; the log's
 names count only when the log is joined to it, else ``log_not_joined``); a log alone
@@ -20,7 +35,8 @@ establishes what its *launch* served.
 from __future__ import annotations
 
 import enum
-from typing import TypeAlias, final
+from collections.abc import Sequence
+from typing import NamedTuple, TypeAlias, final
 
 import attrs
 
@@ -30,6 +46,7 @@ from vllm_evidence.decisions._common import (
     scope,
     serving_decision,
 )
+from vllm_evidence.decisions._life import Needs
 from vllm_evidence.readback.evidence import (
     Evidence,
     Source,
@@ -43,6 +60,7 @@ from vllm_evidence.upstream import LawNotEstablished, ModelCardLaw, ReleaseLaws
 __all__ = [
     "Derivation",
     "IdentityReason",
+    "ServedAdapter",
     "ServedIdentityDecision",
     "ServedIdentityEstablished",
     "ServedIdentityRefused",
@@ -66,13 +84,18 @@ class IdentityReason(enum.Enum):
     FRONT_DOOR_UNREACHABLE = "front_door_unreachable"
     FRONT_DOOR_NOT_ANSWERING = "front_door_not_answering"
     LOG_NOT_JOINED = "log_not_joined"
+    LAUNCH_NEVER_STARTED = "launch_never_started"
     MODELS_UNOBSERVED = "models_unobserved"
     FRONT_DOOR_RESTARTED = "front_door_restarted"
+    FRONT_DOOR_SEVERAL_PROCESSES = "front_door_several_processes"
     SOURCES_CONFLICT = "sources_conflict"
     VERSION_UNOBSERVED = "version_unobserved"
     VERSION_NOT_ESTABLISHED = "version_not_established"
     CONFIGURED_PATH_UNOBSERVED = "configured_path_unobserved"
     SERVED_ID_NOT_DERIVABLE = "served_id_not_derivable"
+    ADAPTERS_UNOBSERVED = "adapters_unobserved"
+    ADAPTER_NOT_DERIVABLE = "adapter_not_derivable"
+    ADAPTER_PARENT_NOT_SERVED = "adapter_parent_not_served"
 
 
 @final
@@ -97,10 +120,39 @@ _mint_name = minter(ServedName, ServedName.__attrs_init__)
 
 @final
 @attrs.frozen(init=False, repr=False)
-class ServedIdentityEstablished(Sealed):
-    """Every served id is derivable from the configured path.
+class ServedAdapter(Sealed):
+    """One LoRA adapter card of ``/v1/models``: a served artifact of its own (the
+    adapter's weights on a base), judged against its own root.
 
-    This establishes the configured path only — intent, not the bytes served.
+    ``root`` is the adapter's path as configured: intent, not the bytes loaded.
+    """
+
+    __public_constructor__ = "vllm_evidence.decisions.decide_served_identity()"
+
+    name: str
+    """``id``: the adapter's served name (NAME of ``--lora-modules NAME=PATH``)."""
+    root: str | None
+    """``root``: the adapter's path as configured; ``None`` when the card has none."""
+    parent: str
+    """``parent``: the base served name the card says the adapter runs on."""
+    derivation: Derivation | None
+    """How ``name`` relates to ``root``; ``None`` when the card has no root."""
+
+    def _repr_summary(self) -> str:
+        how = "" if self.derivation is None else f" ({self.derivation.value})"
+        return f"{self.name!r} on {self.parent!r}{how}"
+
+
+_mint_adapter = minter(ServedAdapter, ServedAdapter.__attrs_init__)
+
+
+@final
+@attrs.frozen(init=False, repr=False)
+class ServedIdentityEstablished(Sealed):
+    """Every served id is derivable from the configured path, and every LoRA adapter
+    served beside it from its own (``adapters``; empty when none is served).
+
+    This establishes the configured paths only — intent, not the bytes served.
     """
 
     __public_constructor__ = "vllm_evidence.decisions.decide_served_identity()"
@@ -110,6 +162,9 @@ class ServedIdentityEstablished(Sealed):
     configured_path: str
     source: Source
     law: ModelCardLaw
+    adapters: tuple[ServedAdapter, ...]
+    """The LoRA adapters served beside the base, each derivable from its own root and
+    on a served base card, in served order; empty when none is served."""
 
     @property
     def reason(self) -> IdentityReason:
@@ -120,13 +175,20 @@ class ServedIdentityEstablished(Sealed):
     def detail(self) -> str:
         """One line for a person."""
         ids = ", ".join(repr(n.served_id) for n in self.names)
+        adapters = (
+            f"; LoRA adapter(s) {_adapters_text(self.adapters)} are served too, each named "
+            "after its own path"
+            if self.adapters
+            else ""
+        )
         return (
-            f"served id(s) {ids} derive from the configured path {self.configured_path!r}; "
-            "that is configuration intent, not proof of the weights' bytes"
+            f"served id(s) {ids} derive from the configured path {self.configured_path!r}"
+            f"{adapters}; that is configuration intent, not proof of the weights' bytes"
         )
 
     def _repr_summary(self) -> str:
-        return f"{_names_summary(self.names)} from {self.configured_path!r}"
+        adapters = [_adapters_summary(self.adapters)] if self.adapters else []
+        return ", ".join([f"{_names_summary(self.names)} from {self.configured_path!r}", *adapters])
 
 
 @final
@@ -144,9 +206,14 @@ class ServedIdentityRefused(Sealed):
     configured_path: str | None
     source: Source | None
     law: ModelCardLaw | LawNotEstablished | None
+    adapters: tuple[ServedAdapter, ...]
+    """The LoRA adapter cards read (the one refused among them); empty before any card is
+    read, and for a log, which lists none."""
 
     def _repr_summary(self) -> str:
         figures = [_names_summary(self.names)] if self.names else []
+        if self.adapters:
+            figures.append(_adapters_summary(self.adapters))
         return refusal_summary(self.reason, self.detail, *figures)
 
 
@@ -167,16 +234,44 @@ def derivation(served_id: str, configured_path: str) -> Derivation:
     return Derivation.NOT_DERIVABLE
 
 
-def _observed(evidence: Evidence) -> tuple[list[tuple[str, str | None]], Source, str] | str:
-    """(served id, configured path) pairs, their source, and the version's origin.
+class _Observed(NamedTuple):
+    """What names the served models, from one source."""
 
-    Returns a one-line reason when nothing names the served models.
+    pairs: list[tuple[str, str | None]]
+    """(served id, configured path) of each base card (or each served name of the log)."""
+    adapters: tuple[ServedAdapter, ...]
+    """The LoRA adapter cards (``/v1/models`` only)."""
+    source: Source
+    origin: str
+    """``front_door`` or ``startup_log``: where the version that scopes the law comes from."""
+    lora_modules: bool
+    """Whether the log's launch was given ``lora_modules`` (adapters it lists no card of)."""
+
+
+def _observed(evidence: Evidence) -> _Observed | str:
+    """The served names, their source, and the version's origin.
+
+    Returns a one-line reason when nothing names the served models.  An answer with an
+    adapter card is the front door's even without a base card: its adapters are not
+    set aside for a log's names.
     """
     models = evidence.models()
     if models is not None:
         base = [(c.served_id, c.root) for c in models.cards if c.parent is None]
-        if base:
-            return base, route_source("/v1/models"), "front_door"
+        adapters = tuple(
+            _mint_adapter(
+                name=c.served_id,
+                root=c.root,
+                parent=c.parent,
+                derivation=None if c.root is None else derivation(c.served_id, c.root),
+            )
+            for c in models.cards
+            if c.parent is not None
+        )
+        if base or adapters:
+            return _Observed(
+                base, adapters, route_source("/v1/models"), "front_door", lora_modules=False
+            )
     launch = evidence.launch
     if launch is not None:
         for args in launch.non_default_args:
@@ -186,7 +281,9 @@ def _observed(evidence: Evidence) -> tuple[list[tuple[str, str | None]], Source,
                 names = (path,)
             if names is not None:
                 pairs = [(name, path) for name in names]
-                return pairs, log_source(launch, args.line, args.process), "startup_log"
+                lora_modules = args.get("lora_modules") not in (None, "None", "[]")
+                source = log_source(launch, args.line, args.process)
+                return _Observed(pairs, (), source, "startup_log", lora_modules=lora_modules)
     if evidence.front_door is not None:
         return f"/v1/models: {arm_name(evidence.front_door.models)}"
     return "no /v1/models answer and no launch naming its served models"
@@ -195,7 +292,9 @@ def _observed(evidence: Evidence) -> tuple[list[tuple[str, str | None]], Source,
 def decide_served_identity(evidence: Evidence) -> ServedIdentityDecision:
     """Whether the served ids identify the configured artifact (never the bytes): of the
     serving process with a front door, of the log's launch without one."""
-    return serving_decision(evidence, _decide, ServedIdentityEstablished, _refusal)
+    return serving_decision(
+        evidence, _decide, ServedIdentityEstablished, _refusal, needs=Needs.STARTED
+    )
 
 
 def _refusal(
@@ -212,6 +311,7 @@ def _refusal(
         configured_path=None,
         source=None,
         law=None,
+        adapters=(),
     )
 
 
@@ -232,8 +332,9 @@ def _decide(evidence: Evidence) -> ServedIdentityDecision:
             configured_path=None,
             source=None,
             law=None,
+            adapters=(),
         )
-    pairs, source, origin = observed
+    pairs, adapters, source, origin, lora_modules = observed
     version = evidence.front_door_version() if origin == "front_door" else evidence.launch_version()
     names = tuple(
         _mint_name(
@@ -261,6 +362,7 @@ def _decide(evidence: Evidence) -> ServedIdentityDecision:
             configured_path=configured,
             source=source,
             law=law,
+            adapters=adapters,
         )
 
     conflict = evidence.sources_conflict() if origin == "startup_log" else None
@@ -285,9 +387,11 @@ def _decide(evidence: Evidence) -> ServedIdentityDecision:
     if not isinstance(law, ModelCardLaw):
         return refuse(IdentityReason.VERSION_NOT_ESTABLISHED, law.statement, "none", law)
     if configured is None:
+        # no pair: only the front door's adapter cards named anything (a log always names one)
+        bare = " (LoRA adapter cards and no base card)" if not pairs else ""
         return refuse(
             IdentityReason.CONFIGURED_PATH_UNOBSERVED,
-            f"{source} names no single configured path",
+            f"{source} names no single configured path{bare}",
             "read /v1/models (root) or the launch's non-default args (model)",
             law,
         )
@@ -302,8 +406,46 @@ def _decide(evidence: Evidence) -> ServedIdentityDecision:
             "weights out of band",
             law,
         )
+    if lora_modules:
+        return refuse(
+            IdentityReason.ADAPTERS_UNOBSERVED,
+            f"{source} gives lora_modules: a startup log prints the LoRA adapters as text, "
+            "not as served cards, so which adapters are served, under which names, is not "
+            "observed",
+            "probe /v1/models (each LoRA adapter is a card of its own there)",
+            law,
+        )
+    underived = [a for a in adapters if a.derivation in (None, Derivation.NOT_DERIVABLE)]
+    if underived:
+        return refuse(
+            IdentityReason.ADAPTER_NOT_DERIVABLE,
+            f"LoRA adapter(s) {_adapters_text(underived)} are served under a name not "
+            "derivable from their own configured path: an alias is not evidence of the "
+            "adapter's weights",
+            "name each adapter after its path or the path's final component "
+            "(--lora-modules NAME=PATH), or check the adapter's weights out of band",
+            law,
+        )
+    served = {served_id for served_id, _ in pairs}
+    orphans = [a for a in adapters if a.parent not in served]
+    if orphans:
+        shown = ", ".join(f"{a.name!r} (parent {a.parent!r})" for a in orphans)
+        bases = ", ".join(repr(n.served_id) for n in names)
+        return refuse(
+            IdentityReason.ADAPTER_PARENT_NOT_SERVED,
+            f"LoRA adapter(s) {shown} name no base card of this answer (served: {bases}): "
+            "which base an adapter runs on is not established",
+            "give the adapter a base_model_name that is a served name (or none, for the "
+            "first), or check which base it runs on out of band",
+            law,
+        )
     return _mint_established(
-        subject=evidence.subject, names=names, configured_path=configured, source=source, law=law
+        subject=evidence.subject,
+        names=names,
+        configured_path=configured,
+        source=source,
+        law=law,
+        adapters=adapters,
     )
 
 
@@ -312,3 +454,20 @@ def _names_summary(names: tuple[ServedName, ...]) -> str:
     shown = [repr(n.served_id) for n in names[:3]]
     more = [f"…({len(names)} names)"] if len(names) > 3 else []
     return ", ".join(shown + more)
+
+
+def _adapters_summary(adapters: tuple[ServedAdapter, ...]) -> str:
+    """``adapters 'a', 'b'``: the adapters' names, quoted (the first three, then a count)."""
+    shown = [repr(a.name) for a in adapters[:3]]
+    more = [f"…({len(adapters)} adapters)"] if len(adapters) > 3 else []
+    return "adapters " + ", ".join(shown + more)
+
+
+def _adapters_text(adapters: Sequence[ServedAdapter]) -> str:
+    """Each adapter with its root and parent: ``'a' from '/adapters/a' on 'm'``."""
+    return ", ".join(
+        f"{a.name!r} (no root) on {a.parent!r}"
+        if a.root is None
+        else f"{a.name!r} from {a.root!r} on {a.parent!r}"
+        for a in adapters
+    )

@@ -1,4 +1,4 @@
-"""The assessment's JSON document (schema ``vllm-evidence.assessment/5``).
+"""The assessment's JSON document (schema ``vllm-evidence.assessment/6``).
 
 Built from the typed decisions of one :class:`~vllm_evidence.assessment.Assessment`;
 the keys are a public contract (README, DESIGN §6): change them only with a schema
@@ -35,6 +35,7 @@ from vllm_evidence.decisions import (
     ServedIdentityEstablished,
     ServedName,
 )
+from vllm_evidence.decisions.identity import ServedAdapter
 from vllm_evidence.output._assessment_documents import (
     AssessmentDocument,
     CapacityDocument,
@@ -77,11 +78,11 @@ __all__ = [
     "verdict",
 ]
 
-SCHEMA = "vllm-evidence.assessment/5"
+SCHEMA = "vllm-evidence.assessment/6"
 
 
 def assessment_document(assessment: Assessment) -> AssessmentDocument:
-    """The public JSON document (schema ``vllm-evidence.assessment/5``)."""
+    """The public JSON document (schema ``vllm-evidence.assessment/6``)."""
     document: AssessmentDocument = converter.unstructure(assessment)
     return document
 
@@ -149,6 +150,15 @@ def _name_json(n: ServedName) -> dict[str, object]:
         "served_id": n.served_id,
         "configured_path": n.configured_path,
         "derivation": converter.unstructure(n.derivation),
+    }
+
+
+def _adapter_json(a: ServedAdapter) -> dict[str, object]:
+    return {
+        "name": a.name,
+        "root": a.root,
+        "parent": a.parent,
+        "derivation": converter.unstructure(a.derivation),
     }
 
 
@@ -239,6 +249,7 @@ def _identity_json(d: ServedIdentityDecision) -> ServedIdentityDocument:
         "served_ids": [n.served_id for n in d.names],
         "configured_path": d.configured_path,
         "derivations": [converter.unstructure(n) for n in d.names],
+        "adapters": [converter.unstructure(a) for a in d.adapters],
         "source": _source(d.source),
         "laws": _laws_json(d.law),
     }
@@ -386,5 +397,6 @@ register_rendering(LaunchReceipt, _receipt_json)
 register_rendering(EngineCapacity, _engine_json)
 register_rendering(PresentRank, _rank_json)
 register_rendering(ServedName, _name_json)
+register_rendering(ServedAdapter, _adapter_json)
 register_rendering(Assessment, _assessment_json)
 register_rendering(ServerResult, _server_json)
