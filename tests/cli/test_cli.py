@@ -51,7 +51,7 @@ def test_demo_json_reports_the_real_capture() -> None:
     out = _run("demo", "--json")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
-    assert doc["schema"] == "vllm-evidence.assessment/5"
+    assert doc["schema"] == "vllm-evidence.assessment/6"
     assert doc["version"] == "0.32.0"
     assert doc["versions"] == {"front_door": "0.32.0", "startup_log": "0.32.0"}
     d = doc["decisions"]
@@ -261,7 +261,7 @@ def test_fleet_never_shows_the_api_key() -> None:
         assert SECRET not in out.stdout + out.stderr
     docs = {d["target"]: d for d in map(json.loads, outs[1].stdout.splitlines())}
     assert docs[a.url]["front_door"]["routes"]["v1_models"]["outcome"] == "parsed"
-    assert "cannot read" in docs[dead]["error"]
+    assert docs[dead]["decisions"]["parallel"]["reason"] == "front_door_unreachable"
 
 
 def test_fleet_marks_an_unreachable_server() -> None:
@@ -269,7 +269,9 @@ def test_fleet_marks_an_unreachable_server() -> None:
     with serve_capture(REAL) as door:
         out = _run("probe", door.url, dead, "--timeout", "2")
     assert out.returncode == 0
-    assert "cannot read" in out.stdout
+    (row,) = [line for line in out.stdout.splitlines() if line.startswith(dead)]
+    assert row.split()[1:] == ["?", "-", "refused", "refused", "refused", "front_door_unreachable"]
+    assert "1 of 2 servers gave nothing to read" in out.stderr
 
 
 def _probe_within_files(limit: int, *args: str) -> subprocess.CompletedProcess[str]:
@@ -439,9 +441,15 @@ def test_without_the_key_models_are_unauthorized_not_made_up() -> None:
 # --- bad input: one line, exit 2, no traceback ---------------------------------------
 
 
-def test_unreachable_url() -> None:
-    line = _one_line_error(_run("probe", nothing_listening(), "--timeout", "2"))
-    assert "cannot read http://127.0.0.1:" in line
+def test_unreachable_url_is_a_report_not_an_error() -> None:
+    """Nothing listening is a state of the server, not bad input: the report, exit 0
+    (tests/cli/test_unanswered_front_door.py holds the rest)."""
+    dead = nothing_listening()
+    out = _run("probe", dead, "--timeout", "2")
+    assert out.returncode == 0, out.stderr
+    assert "parallel realization   REFUSED      front_door_unreachable" in out.stdout
+    line = _one_line_error(out, 0)
+    assert line.startswith(f"vllm-evidence probe: note: {dead} gave nothing to read")
 
 
 @pytest.mark.parametrize("url", ["not a url", "ftp://example.invalid/", "http://", "://x"])

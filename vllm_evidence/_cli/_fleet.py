@@ -1,5 +1,9 @@
 """``vllm-evidence probe`` over many servers: the fleet, streamed as each one finishes,
-and what the single-server path shares with it (saving a capture, an unreadable batch)."""
+and what the single-server path shares with it (saving a capture, TLS verification).
+
+A server that answered nothing, or only errors, is assessed like any other (its line is
+a full assessment document, every serving claim refused with the front-door reason);
+only a target that is not a URL this command reads is an ``error`` line."""
 
 from __future__ import annotations
 
@@ -8,13 +12,14 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from vllm_evidence._cli._output import fail, styled
+from vllm_evidence._cli._output import fail, note, styled
 from vllm_evidence._cli._report import (
     fleet_cells,
     fleet_json_line,
     print_fleet_table,
     refused_claims,
     report_refused,
+    unanswered,
 )
 
 if TYPE_CHECKING:
@@ -22,17 +27,6 @@ if TYPE_CHECKING:
     from vllm_evidence.capture.batch import CaptureBatch
 
 PROG = "vllm-evidence probe"
-
-
-def _unreachable(batch: CaptureBatch) -> str | None:
-    """The transport failure when no request of the batch got an answer."""
-    from vllm_evidence.capture.batch import Transport
-
-    exchanges = batch.all_exchanges()
-    if all(e.transport is not Transport.ANSWERED for e in exchanges):
-        detail = exchanges[0].detail or exchanges[0].transport.value
-        return f"cannot read {batch.target}: {detail}"
-    return None
 
 
 def _verify(args: argparse.Namespace) -> bool | str:
@@ -104,6 +98,7 @@ class _Fleet:
         self.rows: list[tuple[int, list[str]]] = []
         self.refused: set[str] = set()
         self.assessed = 0
+        self.unanswered = 0
         self.unreadable = 0
         self.refused_servers = 0
         self._live: Any = None
@@ -145,13 +140,15 @@ class _Fleet:
                 self._live.stop()
 
     def progress_line(self) -> str:
-        """Servers done, of all; how many were assessed, unreadable, refused a claim."""
+        """Servers done, of all; how many were assessed (and of them, how many front doors
+        gave nothing to read), were not URLs, refused a claim."""
         done = self.assessed + self.unreadable
+        unanswered = f" ({self.unanswered} not answering)" if self.unanswered else ""
         refused = (
             f", {self.refused_servers} refused a --require'd claim" if self.args.require else ""
         )
         return (
-            f"{done}/{len(self.urls)} servers done: {self.assessed} assessed, "
+            f"{done}/{len(self.urls)} servers done: {self.assessed} assessed{unanswered}, "
             f"{self.unreadable} failed{refused}"
         )
 
@@ -197,10 +194,8 @@ class _Fleet:
             development_routes=not args.no_development_routes,
             client=client,
         )
-        failure = _unreachable(batch)
-        if failure is not None:
-            self._done(index, target, failure)
-            return
+        # A server that answered nothing (or only errors) is saved and assessed like any
+        # other: its line is the assessment that refuses every serving claim, and why.
         if args.save:
             # A failed save is reported beside the results, never instead of them.
             failure = _save(batch, Path(args.save) / self.folders[index], args, self.sign_key)
@@ -220,6 +215,7 @@ class _Fleet:
             self.unreadable += 1
         else:
             self.assessed += 1
+            self.unanswered += unanswered(result) is not None
             refused = refused_claims(result, self.args.require)
             self.refused.update(refused)
             self.refused_servers += bool(refused)
@@ -314,11 +310,21 @@ def run_fleet(
     asyncio.run(fleet.run())
     if not args.json:
         print_fleet_table([cells for _, cells in sorted(fleet.rows, key=lambda r: r[0])])
+    why = (
+        f"{fleet.unanswered} of {len(urls)} servers gave nothing to read: "
+        "front_door_unreachable or front_door_not_answering"
+        if fleet.unanswered
+        else None
+    )
+    if why is not None and (fleet.save_failures or not fleet.refused):
+        note(PROG, f"{why}; every claim about their serving processes is refused")
     for failure in fleet.save_failures:
         fail(PROG, failure)
     if fleet.save_failures:
         return 2
+    status = report_refused(fleet.refused, why=why)
     if args.require and fleet.unreadable:
-        sys.stderr.write("vllm-evidence: some servers could not be read\n")
+        # A target that is not a URL establishes nothing a --require'd claim could rest on.
+        sys.stderr.write("vllm-evidence: some targets are not URLs this command reads\n")
         return 3
-    return report_refused(fleet.refused)
+    return status

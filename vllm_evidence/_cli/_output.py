@@ -1,9 +1,9 @@
 """Terminal conventions shared by the subcommands.
 
 Colour and tables (rich) only on a TTY without ``NO_COLOR``; plain text when piped;
-JSON with ``--json``; errors as one line on stderr.  Everything written passes through
-:func:`vllm_evidence._scrub.scrub`: no secret, and no control character a terminal would
-act on, reaches stdout or stderr.
+JSON with ``--json``; errors, and notes beside the output, as one line each on stderr.
+Everything written passes through :func:`vllm_evidence._scrub.scrub`: no secret, and no
+control character a terminal would act on, reaches stdout or stderr.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 
 from vllm_evidence._scrub import scrub
 
-__all__ = ["emit_json", "fail", "json_text", "print_table", "styled"]
+__all__ = ["emit_json", "fail", "json_text", "note", "print_table", "styled"]
 
 
 def styled() -> bool:
@@ -40,6 +40,12 @@ def fail(prog: str, message: str, status: int = 2, *, secrets: Iterable[str] = (
     line = scrub(" ".join(message.split()), secrets=secrets)
     sys.stderr.write(f"{prog}: error: {line}\n")
     return status
+
+
+def note(prog: str, message: str) -> None:
+    """Write ``prog: note: message`` as one line on stderr (beside output, not instead)."""
+    line = scrub(" ".join(message.split()))
+    sys.stderr.write(f"{prog}: note: {line}\n")
 
 
 def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> None:

@@ -20,11 +20,13 @@ __all__ = [
     "check_requirements",
     "fleet_cells",
     "fleet_json_line",
+    "gate_one",
     "print_fleet",
     "print_fleet_table",
     "print_report",
     "refused_claims",
     "report_refused",
+    "unanswered",
 ]
 
 _COLOURS = {"established": "green", "reported": "yellow", "refused": "red"}
@@ -52,22 +54,55 @@ def refused_claims(assessment: Assessment, required: Sequence[Claim]) -> list[st
     return [claim for claim in required if not claim_established(assessment, claim)]
 
 
-def report_refused(refused: Iterable[str]) -> int:
-    """3 (and one line on stderr naming them) when any claim was refused, else 0."""
+def report_refused(refused: Iterable[str], *, why: str | None = None) -> int:
+    """3 (and one line on stderr naming them, and ``why`` when given) when any claim was
+    refused, else 0."""
     names = sorted(set(refused))
     if names:
+        because = "" if why is None else f" ({scrub(why)})"
         sys.stderr.write(
             "vllm-evidence: required claim(s) not established for the serving process: "
-            f"{', '.join(names)}\n"
+            f"{', '.join(names)}{because}\n"
         )
         return 3
     return 0
+
+
+def unanswered(assessment: Assessment) -> str | None:
+    """The reason every serving claim is refused with when the front door gave nothing to
+    read (``front_door_unreachable``: no request answered, whether nothing listens, the
+    connection was refused, timed out or failed TLS; ``front_door_not_answering``: every
+    route an error), or ``None`` when it did.  The assessment stands either way."""
+    from vllm_evidence.decisions import ParallelReason
+
+    # Every serving decision passes the same front-door gate first: one of them tells.
+    reason = assessment.parallel.reason
+    if reason in (ParallelReason.FRONT_DOOR_UNREACHABLE, ParallelReason.FRONT_DOOR_NOT_ANSWERING):
+        return str(reason.value)
+    return None
 
 
 def check_requirements(assessments: Sequence[Assessment], required: Sequence[Claim]) -> int:
     """0 when every required claim is established about the serving process of every
     server, else 3 (a claim established only for a log's launch does not count)."""
     return report_refused(claim for a in assessments for claim in refused_claims(a, required))
+
+
+def gate_one(prog: str, assessment: Assessment, required: Sequence[Claim], server: str) -> int:
+    """:func:`check_requirements` for one server, with one line on stderr at most.
+
+    When the front door gave nothing to read (:func:`unanswered`), the line says so: the
+    refused claims' line names it, or, with nothing refused, a note beside the report
+    (whose decisions refuse every serving claim with the reason).
+    """
+    from vllm_evidence._cli._output import note
+
+    reason = unanswered(assessment)
+    why = None if reason is None else f"{server} gave nothing to read: {reason}"
+    refused = refused_claims(assessment, required)
+    if why is not None and not refused:
+        note(prog, f"{why}; every claim about the serving process is refused")
+    return report_refused(refused, why=why)
 
 
 def print_report(assessment: Assessment, *, json_out: bool, target: str | None = None) -> None:
@@ -119,8 +154,9 @@ FLEET_COLUMNS = ("server", "version", "served ids", "parallel", "capacity", "joi
 
 
 def fleet_json_line(target: str, result: Assessment | str) -> str:
-    """One server of a fleet as one JSON line (``target`` first; ``error`` or the
-    assessment document): lines of several runs or shards concatenate into one fleet."""
+    """One server of a fleet as one JSON line (``target`` first, then the assessment
+    document, also for a server that answered nothing; ``error`` only for a target that is
+    not a URL): lines of several runs or shards concatenate into one fleet."""
     from vllm_evidence.output.assessment import server_document
 
     return json_text(server_document(target, result), indent=None) + "\n"

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from vllm_evidence._cli._output import fail
-from vllm_evidence._cli._report import add_report_arguments, check_requirements, print_report
+from vllm_evidence._cli._report import add_report_arguments, gate_one, print_report
 from vllm_evidence._scrub import scrub
 
 PROG = "vllm-evidence explain"
@@ -30,6 +30,9 @@ The report's provenance line says whether the capture was signed.  --receipt joi
 log to the saved front door only when the capture's signature verified under
 --verify-key-env: an unsigned capture's start time is asserted by a file, not observed
 (log_join: capture_unverified).
+A capture of a front door that answered nothing (or only errors) is assessed like any
+other: every claim about the serving process refused (front_door_unreachable or
+front_door_not_answering), and one line on stderr says so.
 exit status: 0 assessed, 2 unreadable or tampered input, 3 a --require'd claim refused.
 """
 
@@ -138,4 +141,5 @@ def run(args: argparse.Namespace) -> int:
         # bodies are a caller's bundle, so the line is said here (stderr beside --json).
         note = scrub(f"provenance: {provenance.describe()}") + "\n"
         (sys.stderr if args.json else sys.stdout).write(note)
-    return check_requirements([assessment], args.require)
+    # A capture of a front door that answered nothing is evidence like any other.
+    return gate_one(PROG, assessment, args.require, "the saved front door")

@@ -10,17 +10,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from vllm_evidence._cli._output import fail
-from vllm_evidence._cli._report import (
-    add_report_arguments,
-    check_requirements,
-    print_report,
-)
+from vllm_evidence._cli._report import add_report_arguments, gate_one, print_report
 
 if TYPE_CHECKING:
     from vllm_evidence.adapters.startup_log import StartupLog
     from vllm_evidence.capture.batch import CaptureBatch
 
-from vllm_evidence._cli._fleet import PROG, _save, _unreachable, _verify, run_fleet
+from vllm_evidence._cli._fleet import PROG, _save, _verify, run_fleet
 
 EPILOG = """\
 examples:
@@ -45,10 +41,14 @@ Only GET requests are sent, only to /version, /v1/models, /metrics, /health and 
 --no-development-routes) /server_info and /get_world_size.  The API key is sent as a
 bearer header and never printed or saved.
 exit status: 0 assessed (whatever the verdicts), 2 bad usage or unreadable input,
-3 a --require'd claim is not established for the serving process (also when nothing
-answered the probe).  A startup log counts for the server only with the launch receipt
-`vllm-evidence launch` wrote for it (--receipt), whose start time the probe then reads
-on /metrics; without it the log's facts stay claims about its launch.
+3 a --require'd claim is not established for the serving process.  A server that does
+not answer (nothing listens, refused, timed out, TLS failed) or answers only errors is
+assessed all the same: the report (or document) refuses every claim about the serving
+process with front_door_unreachable or front_door_not_answering and shows what each
+request ended in, and one line on stderr says so.  A startup log counts for the server
+only with the launch receipt `vllm-evidence launch` wrote for it (--receipt), whose start
+time the probe then reads on /metrics; without it the log's facts stay claims about its
+launch.
 """
 
 
@@ -265,17 +265,15 @@ def run(args: argparse.Namespace) -> int:
         batch = asyncio.run(_probe_one(urls[0], args, key))
     except InputError as exc:
         return fail(PROG, _scrub(str(exc), args))
-    failure = _unreachable(batch)
-    if failure is not None:
-        # Nothing answered: no claim about a serving process is established.
-        return fail(PROG, _scrub(failure, args), 3 if args.require else 2)
+    # A front door that answered nothing (or only errors) is a state, not an error: it is
+    # saved and assessed like any other, every serving claim refused with its reason.
     save_failure = _save(batch, Path(args.save), args, sign_key) if args.save else None
     try:
         assessment = assess(readback_from_batch(batch), log, launch=args.launch, receipt=receipt)
     except InputError as exc:
         return fail(PROG, str(exc))
     print_report(assessment, json_out=args.json, target=target)
-    status = check_requirements([assessment], args.require)
+    status = gate_one(PROG, assessment, args.require, target)
     if save_failure is not None:
         return fail(PROG, _scrub(save_failure, args))  # the report above stands; the save did not
     return status
