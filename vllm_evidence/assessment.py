@@ -3,7 +3,7 @@
 :func:`assess` runs every decision over one server's evidence — a front-door readback
 and/or one launch of its startup log — and returns a sealed :class:`Assessment`.
 Its JSON document is :func:`vllm_evidence.output.assessment.assessment_document`
-(schema ``vllm-evidence.assessment/5``).  Its text report, :func:`render_report`, is
+(schema ``vllm-evidence.assessment/6``).  Its text report, :func:`render_report`, is
 ``str(assessment)`` and what the CLI prints without a terminal; it lives here rather
 than in :mod:`vllm_evidence.output` so that ``Assessment.__str__`` can use it without
 importing upward (:mod:`vllm_evidence.output.report` re-exports it).

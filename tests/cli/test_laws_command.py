@@ -25,7 +25,7 @@ def test_cli_answers_differ_by_release() -> None:
         out = _cli("--version", v, "--json")
         assert out.returncode == 0, out.stderr
         docs[v] = json.loads(out.stdout)
-    assert docs["0.32.0"]["schema"] == "vllm-evidence.laws/2"
+    assert docs["0.32.0"]["schema"] == "vllm-evidence.laws/3"
     assert docs["0.32.0"]["established"] is True
     assert docs["99.0"]["established"] is False
     assert docs["99.0"]["answers"] == []

@@ -11,10 +11,10 @@ __all__ = ["register"]
 #: The names ``schema`` takes (``vllm_evidence.serialize.SCHEMA_NAMES``, spelled out
 #: here so that ``--help`` does not import the converter).
 NAMES: dict[str, str] = {
-    "assessment": "probe/explain/demo --json (vllm-evidence.assessment/5)",
-    "startup-log": "log --json (vllm-evidence.startup-log/3)",
-    "laws": "laws --json (vllm-evidence.laws/2)",
-    "audit": "audit-upstream --json (vllm-evidence.audit/2)",
+    "assessment": "probe/explain/demo --json (vllm-evidence.assessment/6)",
+    "startup-log": "log --json (vllm-evidence.startup-log/4)",
+    "laws": "laws --json (vllm-evidence.laws/3)",
+    "audit": "audit-upstream --json (vllm-evidence.audit/3)",
     "capture-manifest": "manifest.json of a saved capture (vllm-evidence/capture-manifest/2)",
     "launch-receipt": "what launch --receipt writes (vllm-evidence.launch-receipt/1)",
 }

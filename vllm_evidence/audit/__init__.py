@@ -70,7 +70,7 @@ __all__ = [
     "route_table_from_log",
 ]
 
-SCHEMA = "vllm-evidence.audit/2"
+SCHEMA = "vllm-evidence.audit/3"
 
 #: The audit's own question: the ``ExecutorBackend`` vocabulary the health laws use.
 EXECUTOR_BACKENDS_KEY = "executor.backends"

@@ -1,4 +1,4 @@
-"""The audit's JSON document (schema ``vllm-evidence.audit/2``), through the converter."""
+"""The audit's JSON document (schema ``vllm-evidence.audit/3``), through the converter."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ class AuditReport:
 
 
 def audit_document(version: str, findings: tuple[Finding, ...]) -> dict[str, Any]:
-    """The ``--json`` document (schema ``vllm-evidence.audit/2``)."""
+    """The ``--json`` document (schema ``vllm-evidence.audit/3``)."""
     document: dict[str, Any] = converter.unstructure(AuditReport(version, findings))
     return document
 
