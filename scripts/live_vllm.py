@@ -244,7 +244,7 @@ def ensure_env(env_dir: Path | None = None, release: Release | None = None) -> P
     env_dir.parent.mkdir(parents=True, exist_ok=True)
     log(
         f"creating vLLM {version} CPU environment at {env_dir} "
-        f"(recipe {release.recipe!r}; this downloads ~1 GB)"
+        f"(recipe {release.recipe!r}; this downloads ~1 GB and takes 3-5 GB on disk)"
     )
     try:
         if release.recipe == "plain":
@@ -461,7 +461,19 @@ def _run_steps(steps: list[list[str]]) -> None:
             tail = (proc.stdout + proc.stderr).strip().splitlines()[-5:]
             reason = " | ".join(tail) or f"exit {proc.returncode}"
             msg = f"`{' '.join(argv[1:3])} ...` failed: {reason}"
-            raise LiveTierSkippedError(msg)
+            # Only a registry that cannot be reached skips the tier; any other failure
+            # of the recipe is a failure, and says so.
+            if _UNREACHABLE.search(proc.stdout + proc.stderr):
+                raise LiveTierSkippedError(msg)
+            raise LiveTierError(msg)
+
+
+#: What pip prints when the package registry cannot be reached at all.
+_UNREACHABLE = re.compile(
+    r"NewConnectionError|Temporary failure in name resolution|Network is unreachable|"
+    r"Name or service not known|Connection refused|ConnectTimeoutError|"
+    r"No matching distribution found|Could not find a version that satisfies"
+)
 
 
 def _offline_env(base: dict[str, str]) -> dict[str, str]:

@@ -103,3 +103,26 @@ def test_json_lists_each_workers_compile_cache_line() -> None:
         for c in launch["compile_cache"]
     ] == expected
     assert sorted(c["data_parallel_index"] for c in launch["compile_cache"]) == [0, 1]
+
+
+def test_a_file_with_no_vllm_line_is_not_a_log(tmp_path: Path) -> None:
+    hostname = tmp_path / "hostname"
+    hostname.write_text("vm\n", encoding="utf-8")
+    access = tmp_path / "access.log"
+    access.write_text('INFO:     127.0.0.1:43402 - "GET /metrics HTTP/1.1" 200 OK\n' * 3)
+    for path, lines in ((hostname, "1 line(s)"), (access, "3 line(s)")):
+        for extra in ((), ("--json",)):
+            result = _run(str(path), *extra)
+            assert result.returncode == 2
+            assert result.stdout == ""
+            assert result.stderr == (
+                f"vllm-evidence log: {path}: no line vLLM prints in {lines} (version, "
+                "arguments, engine-init, rank, capacity, route or lifecycle): not a vLLM "
+                "startup log\n"
+            )
+    # One line vLLM prints is a launch: read, exit 0.
+    one = tmp_path / "one.log"
+    one.write_text("INFO 11-30 04:10:58 [api_server.py:1] vLLM API server version 0.32.0\n")
+    result = _run(str(one))
+    assert result.returncode == 0
+    assert "version:            0.32.0" in result.stdout

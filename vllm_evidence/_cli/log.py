@@ -27,7 +27,8 @@ def register(subparsers: Any) -> None:
             "  vllm-evidence log vllm.log\n"
             "  journalctl -u vllm | vllm-evidence log - --json\n"
             "  vllm-evidence log tmux-capture.txt --wrap-width 147\n\n"
-            "exit status: 0 read, 2 unreadable input (missing, a directory, empty, binary)."
+            "exit status: 0 read, 2 unreadable input (missing, a directory, empty, binary, or\n"
+            "no line vLLM prints: not a vLLM startup log)."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -58,6 +59,14 @@ def _run(args: argparse.Namespace) -> int:
     log = read_startup_log(source, wrap_width=wrap)
     if isinstance(log, LogReadFailure):
         sys.stderr.write(f"vllm-evidence log: {scrub(log.describe())}\n")
+        return EXIT_USAGE
+    if not any(launch.observed for launch in log.launches):
+        name = "standard input" if args.file == "-" else args.file
+        sys.stderr.write(
+            f"vllm-evidence log: {scrub(name)}: no line vLLM prints in {log.line_count:,} "
+            "line(s) (version, arguments, engine-init, rank, capacity, route or lifecycle): "
+            "not a vLLM startup log\n"
+        )
         return EXIT_USAGE
     if args.json:
         sys.stdout.write(scrub(json.dumps(startup_log_document(log), indent=2), form="json"))

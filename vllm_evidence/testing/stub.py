@@ -30,6 +30,7 @@ import re
 import selectors
 import socket
 import struct
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -37,7 +38,7 @@ from contextlib import contextmanager
 from decimal import Decimal
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, final
+from typing import TYPE_CHECKING, Any, Protocol, final
 
 import attrs
 
@@ -409,13 +410,25 @@ class FrontDoorFactory(Protocol):
     ) -> ReplayedFrontDoor: ...
 
 
+class _Server(ThreadingHTTPServer):
+    """The stub's HTTP server: a client that hangs up mid-answer (a probe's deadline, a
+    test's abandoned connection) is the client's business, not a traceback on stderr."""
+
+    def handle_error(
+        self, request: socket.socket | tuple[bytes, socket.socket], client_address: Any
+    ) -> None:
+        if isinstance(sys.exc_info()[1], ConnectionError | TimeoutError):
+            return
+        super().handle_error(request, client_address)
+
+
 def _bind(port: int, handler: type[BaseHTTPRequestHandler], wait_s: float) -> ThreadingHTTPServer:
     """A server on 127.0.0.1:``port``; a fixed port another listener holds is tried
     again for up to ``wait_s`` seconds (another suite's replay of the same log)."""
     deadline = time.monotonic() + wait_s
     while True:
         try:
-            return ThreadingHTTPServer(("127.0.0.1", port), handler)
+            return _Server(("127.0.0.1", port), handler)
         except OSError as exc:
             if exc.errno != errno.EADDRINUSE or not port or time.monotonic() >= deadline:
                 raise

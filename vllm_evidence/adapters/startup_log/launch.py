@@ -172,6 +172,15 @@ class Launch(Sealed):
             return True
         return None
 
+    @property
+    def observed(self) -> bool:
+        """Whether any line of the launch was read as something vLLM prints (a file with
+        no such line — not a vLLM log — still reads as one empty launch)."""
+        return any(
+            isinstance(value, tuple) and value
+            for value in (getattr(self, f.name) for f in attrs.fields(Launch))
+        )
+
     # ---------------------------------------------------------------- the launch's life
 
     def _first(self, kind: LifeKind) -> LifeEvent | None:
