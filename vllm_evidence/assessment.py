@@ -22,6 +22,7 @@ and this report read the same typed decisions; neither is derived from the other
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from typing import Any, Literal, final
 
@@ -240,14 +241,15 @@ Decision = (
     | LogJoinDecision
 )
 
-#: Each claim's title in the report, in report order.
+#: Each claim's title in the report, in report order: what the claim answers, in words
+#: (``health_coverage`` is *what /health covers*, not whether the server is healthy).
 TITLES: tuple[tuple[Claim, str], ...] = (
-    ("parallel", "parallel realization"),
+    ("parallel", "parallel layout"),
     ("capacity", "KV-cache capacity"),
-    ("served_identity", "served identity"),
-    ("health_coverage", "/health coverage"),
-    ("front_door_join", "front-door join"),
-    ("log_join", "log join"),
+    ("served_identity", "served model"),
+    ("health_coverage", "/health covers"),
+    ("front_door_join", "one process"),
+    ("log_join", "log is this server's"),
 )
 
 #: The arm of any decision, as the documents and the report name it.
@@ -280,6 +282,9 @@ class ReportRow:
     reason: str
     why: tuple[str, ...]
     """The detail, then ``→ to move it: …`` and ``law …`` lines where they apply."""
+    words: str
+    """The answer in plain words, verdict first: ``established``, ``refused (rank_lost)``,
+    ``worker death: yes, within 9 s`` (what ``/health`` covers)."""
 
 
 def _decisions(assessment: Assessment) -> dict[Claim, Decision]:
@@ -327,8 +332,56 @@ def report_rows(assessment: Assessment) -> list[ReportRow]:
         law = _first_law(decision)
         if law is not None:
             why.append(_law_line(law))
-        rows.append(ReportRow(name, verdict(decision), decision.reason.value, tuple(why)))
+        rows.append(
+            ReportRow(name, verdict(decision), decision.reason.value, tuple(why), _words(decision))
+        )
     return rows
+
+
+#: What a 200 from /health covers, in the words an operator asks in.
+_COVERAGE_WORDS = {
+    "worker_death_reaches": "worker death: yes",
+    "engine_process": "engine death: yes (its one worker runs inside the engine)",
+    "workers_not_watched": "worker death: no (nothing watches the workers)",
+    "api_server_only": "worker death: no (only the API server answering)",
+}
+
+
+def _words(decision: Decision) -> str:
+    """The verdict once, in words."""
+    match verdict(decision):
+        case "refused":
+            return f"refused ({decision.reason.value})"
+        case "reported":
+            return f"reported, not established ({decision.reason.value})"
+        case _:
+            pass
+    if isinstance(decision, HealthCoverageEstablished):
+        said = _COVERAGE_WORDS.get(decision.coverage.value, decision.coverage.value)
+        delay = decision.law.worker_death_delay_s
+        return f"{said}, within {delay} s" if delay is not None and "yes" in said else said
+    return "established"
+
+
+def summary_line(assessment: Assessment) -> str:
+    """The operator's question, answered first: how many claims hold, and the first that
+    does not, with why (``serving claims: 4 of 6 established — parallel refused: …``)."""
+    decisions = _decisions(assessment)
+    held = sum(verdict(d) == "established" for d in decisions.values())
+    about = "serving" if assessment.subject is Subject.SERVING else "launch"
+    head = f"{about} claims: {held} of {len(decisions)} established"
+    for key, _ in TITLES:
+        decision = decisions[key]
+        if verdict(decision) != "established":
+            first = textwrap.shorten(
+                decision.detail.split("; ", 1)[0], _SUMMARY_CUT, placeholder=" …"
+            )
+            return f"{head} — {key} {verdict(decision)}: {first}"
+    return head
+
+
+#: How much of the first refusal's detail the summary line quotes.
+_SUMMARY_CUT = 100
 
 
 def subject_line(assessment: Assessment) -> str:
@@ -407,13 +460,16 @@ def observation_lines(assessment: Assessment) -> list[str]:
     if front is not None:
         if isinstance(front, CapturedReadback):
             batch = front.batch
-            lines.append(f"front door {batch.target} (batch {batch.batch_id[:12]})")
+            opened = batch.bracket_open.started_at.isoformat()
+            lines.append(
+                f"front door {batch.target} (batch {batch.batch_id[:12]}, read from {opened})"
+            )
             for e in batch.all_exchanges():
                 digest = (e.body_sha256 or "-")[:12]
                 elapsed = (e.ended_monotonic_ns - e.started_monotonic_ns) // 1_000_000
                 lines.append(
                     f"  {e.route.stem:<33} {e.role.value:<13} status {e.status!s:<5} "
-                    f"{elapsed:>5} ms  sha256 {digest}  at {e.started_at.isoformat()}"
+                    f"{elapsed:>5} ms  sha256 {digest}"
                 )
         else:
             lines.append("front door: bodies supplied by a caller (no bracketed batch)")
@@ -431,20 +487,60 @@ def observation_lines(assessment: Assessment) -> list[str]:
     return lines
 
 
-def render_report(assessment: Assessment, *, target: str | None = None) -> str:
+#: The width a report is wrapped to when no terminal says otherwise.
+REPORT_WIDTH = 100
+
+
+def render_report(
+    assessment: Assessment, *, target: str | None = None, width: int = REPORT_WIDTH
+) -> str:
     """The plain-text report: ``str(assessment)``, and what ``vllm-evidence probe`` prints
     without a terminal (with ``target``, the server it read, in the title).
 
+    For a person first: the answer (how many claims hold, and the first that does not),
+    then one line per claim in plain words with its verdict shown once, wrapped to
+    ``width`` at word boundaries (a hanging indent under the claim), then the evidence.
     Every line passes through :func:`~vllm_evidence._scrub.scrub`: a served id, a
     redirect target or a transport detail is server-controlled text, so its control
     characters are escaped and no secret survives."""
-    out = [title(assessment, target), f"  {subject_line(assessment)}"]
+    return "".join(scrub(line) + "\n" for line in report_lines(assessment, target, width))
+
+
+_TITLE_WIDTH = 22
+
+
+def report_lines(assessment: Assessment, target: str | None, width: int) -> list[str]:
+    """The report's lines, wrapped to ``width`` (not yet scrubbed)."""
+    width = max(width, 40)
+    out = [title(assessment, target)]
+    out += _wrap(summary_line(assessment), width, "  ", "    ")
+    out += _wrap(subject_line(assessment), width, "  ", "    ")
     origin = origin_line(assessment)
     if origin is not None:
-        out.append(f"  {origin}")
+        out += _wrap(origin, width, "  ", "    ")
+    hang = " " * (2 + _TITLE_WIDTH + 1)
     for row in report_rows(assessment):
-        out.append(f"  {row.title:<22} {row.verdict.upper():<12} {row.reason}")
-        out.extend(f"  {'':<22} {part}" for part in row.why)
-    out.append("observations:")
-    out.extend(f"  {line}" for line in observation_lines(assessment))
-    return "\n".join(scrub(line) for line in out) + "\n"
+        out += _wrap(f"{row.title:<{_TITLE_WIDTH}} {row.words}", width, "  ", hang)
+        for part in row.why:
+            out += _wrap(part, width, hang, hang + "  ")
+    out.append("evidence:")
+    out += [line for text in observation_lines(assessment) for line in _wrap_kept(text, width)]
+    return out
+
+
+def _wrap(text: str, width: int, first: str, rest: str) -> list[str]:
+    """``text`` wrapped at word boundaries; a word longer than a line stays whole."""
+    return textwrap.wrap(
+        text,
+        width=width,
+        initial_indent=first,
+        subsequent_indent=rest,
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [first.rstrip()]
+
+
+def _wrap_kept(text: str, width: int) -> list[str]:
+    """An evidence line, its own indent kept."""
+    indent = "  " + " " * (len(text) - len(text.lstrip(" ")))
+    return _wrap(text.strip(), width, indent, indent + "    ")

@@ -104,8 +104,8 @@ def test_demo_text_is_plain_when_piped() -> None:
     out = _run("demo")
     assert out.returncode == 0
     assert "\x1b[" not in out.stdout
-    assert "parallel realization   ESTABLISHED" in out.stdout
-    assert "served identity        REFUSED      served_id_not_derivable" in out.stdout
+    assert "  parallel layout        established\n" in out.stdout
+    assert "  served model           refused (served_id_not_derivable)\n" in out.stdout
     assert "to move it:" in out.stdout
     assert "law capacity.label_kv_cache_size_tokens (read for 0.24.0 .. 0.33.0)" in out.stdout
 
@@ -387,7 +387,7 @@ def test_a_short_api_key_is_noted_and_does_not_mangle_the_report() -> None:
     assert "fewer than 8 characters" in out.stderr
     assert "fewer than" not in long_key.stderr
     assert "parallel" in out.stdout
-    assert "observations:" in out.stdout
+    assert "evidence:" in out.stdout
 
 
 def test_api_key_from_env_is_used_and_never_shown(tmp_path: Path) -> None:
@@ -447,7 +447,7 @@ def test_unreachable_url_is_a_report_not_an_error() -> None:
     dead = nothing_listening()
     out = _run("probe", dead, "--timeout", "2")
     assert out.returncode == 0, out.stderr
-    assert "parallel realization   REFUSED      front_door_unreachable" in out.stdout
+    assert "  parallel layout        refused (front_door_unreachable)\n" in out.stdout
     line = _one_line_error(out, 0)
     assert line.startswith(f"vllm-evidence probe: note: {dead} gave nothing to read")
 

@@ -49,7 +49,7 @@ def test_explain_text(capsys: pytest.CaptureFixture[str]) -> None:
     out = capsys.readouterr().out
     assert out.startswith("vLLM 0.32.0\n")
     assert "engine 0: 4,194,304 tokens" in out
-    assert "front-door join        REFUSED      caller_assembled" in out
+    assert "  one process            refused (caller_assembled)\n" in out
 
 
 def test_explain_refuses_tampered_capture_with_exit_2(tmp_path: Path) -> None:
@@ -94,7 +94,7 @@ def witnessed_save(tmp_path: Path) -> tuple[Path, Path]:
     with serve_on_port(REAL, port=log_port(log)) as door:
         batch = probe_sync(door.url)
     assert batch.origin is CaptureOrigin.PROBED
-    saved = save(batch, tmp_path / "saved", sign_key=b"k3y-of-the-orchestrator")
+    saved = save(batch, tmp_path / "saved", sign_key=b"k3y-of-the-orchestrator-32-bytes")
     receipt = receipt_file(tmp_path / "receipt.json", receipt_for(log, start="1.79601185221e+09"))
     return saved, receipt
 
@@ -102,7 +102,7 @@ def witnessed_save(tmp_path: Path) -> tuple[Path, Path]:
 def _log_join(
     capsys: pytest.CaptureFixture[str], argv: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> dict[str, str]:
-    monkeypatch.setenv(SIGN_ENV, "k3y-of-the-orchestrator")
+    monkeypatch.setenv(SIGN_ENV, "k3y-of-the-orchestrator-32-bytes")
     assert main(argv) == 0
     join: dict[str, str] = json.loads(capsys.readouterr().out)["decisions"]["log_join"]
     return join

@@ -119,11 +119,10 @@ def test_a_dead_front_door_prints_the_report_in_text() -> None:
     status, out, err = _in_process("probe", dead)
     assert status == 0, err
     assert out.startswith(f"{dead}: vLLM (version unobserved)\n")
-    for title in ("parallel realization", "KV-cache capacity", "served identity"):
-        assert f"  {title:<22} REFUSED      front_door_unreachable\n" in out
-    assert f"  {'/health coverage':<22} REFUSED      front_door_unreachable\n" in out
+    for title in ("parallel layout", "KV-cache capacity", "served model", "/health covers"):
+        assert f"  {title:<22} refused (front_door_unreachable)\n" in out
     assert "to move it: probe the address the server listens on" in out
-    assert "observations:" in out
+    assert "evidence:" in out
     assert "unreachable (detail=" in out
     assert "error" not in err
     assert "front_door_unreachable" in err
@@ -250,7 +249,7 @@ def test_a_saved_dead_capture_explains_to_the_same_document(tmp_path: Path) -> N
     assert a["decisions"] == b["decisions"]
     assert a["observations"] == b["observations"]
     assert a["front_door"]["routes"] == b["front_door"]["routes"]
-    assert "REFUSED      front_door_unreachable" in text
+    assert "refused (front_door_unreachable)" in text
     (line,) = note.splitlines()
     assert line.startswith("vllm-evidence explain: note: the saved front door gave nothing")
 

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
+import textwrap
 from collections.abc import Iterable, Sequence
 
 from vllm_evidence._scrub import scrub
@@ -63,13 +65,23 @@ def print_table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]
             table.add_row(*(escape(cell) for cell in row))
         Console().print(table)
         return
-    sys.stdout.write(f"{title}\n")
+    width = shutil.get_terminal_size().columns if sys.stdout.isatty() else _PLAIN_WIDTH
+    sys.stdout.write("\n".join(textwrap.wrap(title, width, subsequent_indent="  ")) + "\n")
     widths = [len(c) for c in columns]
     for row in rows:
         for i, cell in enumerate(row[:-1]):
             widths[i] = max(widths[i], len(cell))
     header = "  ".join(c.ljust(w) for c, w in zip(columns[:-1], widths, strict=False))
     sys.stdout.write(f"{header}  {columns[-1]}\n")
+    # The last column (a law's statement, a reason) wraps at word boundaries under itself,
+    # to the terminal's width, or the report's when piped.
+    indent = " " * (len(header) + 2)
     for row in rows:
         cells = "  ".join(c.ljust(w) for c, w in zip(row[:-1], widths, strict=False))
-        sys.stdout.write(f"{cells}  {row[-1]}\n")
+        room = max(width - len(indent), 20)
+        last = textwrap.wrap(row[-1], room, break_long_words=False, break_on_hyphens=False)
+        sys.stdout.write(f"{cells}  {(chr(10) + indent).join(last or [''])}\n")
+
+
+#: The width a plain table's last column wraps to when no terminal says otherwise.
+_PLAIN_WIDTH = 100

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
@@ -117,37 +118,37 @@ def print_report(assessment: Assessment, *, json_out: bool, target: str | None =
         )
         return
     from vllm_evidence.output.report import (
-        observation_lines,
+        REPORT_WIDTH,
         render_report,
+        report_lines,
         report_rows,
-        subject_line,
-        title,
     )
 
     if not styled():
-        sys.stdout.write(render_report(assessment, target=target))
+        # A terminal (NO_COLOR) is wrapped to its width; a pipe to the report's own.
+        width = shutil.get_terminal_size().columns if sys.stdout.isatty() else REPORT_WIDTH
+        sys.stdout.write(render_report(assessment, target=target, width=width))
         return
     from rich.console import Console
     from rich.markup import escape
 
     console = Console(highlight=False)
-    console.print(f"[bold]{escape(scrub(title(assessment, target)))}[/bold]")
-    console.print(f"  [dim]{escape(scrub(subject_line(assessment)))}[/dim]")
-    for row in report_rows(assessment):
-        colour = _COLOURS.get(row.verdict, "white")
-        console.print(
-            f"  [bold]{row.title:<22}[/bold] [{colour}]{row.verdict.upper():<12}[/{colour}] "
-            f"{escape(scrub(row.reason))}"
-        )
-        for part in row.why:
-            text = escape(scrub(part))
-            if part.startswith("law "):
-                console.print(f"  {'':<22} [dim]{text}[/dim]")
-            else:
-                console.print(f"  {'':<22} {text}")
-    console.print("[bold]observations[/bold]")
-    for line in observation_lines(assessment):
-        console.print(f"  {escape(scrub(line))}", overflow="fold")
+    # Each claim's line starts with its title in a 22-wide column: its verdict's colour.
+    colours = {
+        f"  {row.title:<22} ": _COLOURS.get(row.verdict, "white") for row in report_rows(assessment)
+    }
+    for index, line in enumerate(report_lines(assessment, target, console.width)):
+        head = line[:25]
+        if index == 0 or line == "evidence:":
+            console.print(f"[bold]{escape(scrub(line))}[/bold]")
+        elif head in colours:
+            colour = colours[head]
+            words = escape(scrub(line[25:]))
+            console.print(f"  [bold]{escape(head[2:])}[/bold][{colour}]{words}[/{colour}]")
+        elif line.lstrip().startswith("law "):
+            console.print(f"[dim]{escape(scrub(line))}[/dim]")
+        else:
+            console.print(escape(scrub(line)))
 
 
 FLEET_COLUMNS = ("server", "version", "served ids", "parallel", "capacity", "join", "/health")

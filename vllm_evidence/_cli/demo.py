@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -114,4 +115,16 @@ def run(args: argparse.Namespace) -> int:
             log = read
     assessment = assess(readback_from_batch(batch), log, receipt=receipt)
     print_report(assessment, json_out=args.json, target=f"demo:{args.scenario}")
+    if not args.json:
+        sys.stdout.write(NEXT_STEPS)
     return check_requirements([assessment], args.require)
+
+
+#: What the demo's reader runs next, on a server of their own.
+NEXT_STEPS = """
+next, on your own server:
+  vllm-evidence probe http://HOST:8000
+  vllm-evidence launch --receipt vllm.receipt --log vllm.log -- vllm serve MODEL --port 8000
+  vllm-evidence probe http://127.0.0.1:8000 --startup-log vllm.log --receipt vllm.receipt \\
+      --require parallel capacity health_coverage
+"""

@@ -10,27 +10,33 @@ from __future__ import annotations
 import attrs
 
 from vllm_evidence.assessment import (
+    REPORT_WIDTH,
     TITLES,
     Assessment,
     ReportRow,
     observation_lines,
     render_report,
+    report_lines,
     report_rows,
     subject_line,
+    summary_line,
     title,
     verdict,
 )
 from vllm_evidence.decisions import CapacityRefused, HealthCoverageEstablished
 
 __all__ = [
+    "REPORT_WIDTH",
     "TITLES",
     "FleetRow",
     "ReportRow",
     "fleet_row",
     "observation_lines",
     "render_report",
+    "report_lines",
     "report_rows",
     "subject_line",
+    "summary_line",
     "title",
 ]
 
