@@ -33,14 +33,15 @@ RECORD = os.environ.get("VLLM_EVIDENCE_RECORD_GOLDEN") == "1"
 _VOLATILE = (
     (re.compile(r"http://127\.0\.0\.1:[0-9]+"), "http://127.0.0.1:PORT"),
     (re.compile(r'("batch_id": )"[0-9a-f]{32}"'), r'\1"BATCH"'),
-    (re.compile(r"\(batch [0-9a-f]{12}\)"), "(batch BATCH)"),
+    (re.compile(r"\(batch [0-9a-f]{12}([,)])"), r"(batch BATCH\1"),
     (re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+\+00:00"), "WALLTIME"),
     (re.compile(r'("elapsed_ms": )[0-9]+'), r"\g<1>0"),
     (re.compile(r" +[0-9]+ ms  sha256"), " N ms  sha256"),
     (re.compile(r'("(?:started|ended)_monotonic_ns": )[0-9]+'), r"\g<1>0"),
-    (re.compile(r"manifest sha256 [0-9a-f]{12}"), "manifest sha256 SEAL"),
+    (re.compile(r"manifest(\s+)sha256(\s+)[0-9a-f]{12}"), r"manifest\1sha256\2SEAL"),
     (re.compile(r'("manifest_sha256": )"[0-9a-f]{64}"'), r'\1"SEAL"'),
-    (re.compile(r"batch [0-9a-f]{12} was loaded"), "batch BATCH was loaded"),
+    # The report wraps at word boundaries: the id may start the next line.
+    (re.compile(r"batch(\s+)[0-9a-f]{12}\b"), r"batch\1BATCH"),
 )
 
 

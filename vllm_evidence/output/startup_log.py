@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import attrs
+
 from vllm_evidence._converter import converter, register_rendering
 from vllm_evidence.adapters.startup_log import Launch, LifeEvent, ProcessTag, StartupLog
 from vllm_evidence.decisions._parallel_configuration import (
@@ -166,6 +168,7 @@ def _launch_document(launch: Launch) -> dict[str, object]:
         ],
         "api_server_pids": list(launch.api_server_pids),
         "life": _life_json(launch),
+        "resolved_parallel": _resolution_json(launch),
     }
 
 
@@ -260,49 +263,118 @@ register_rendering(Launch, _launch_document)
 register_rendering(StartupLog, _log_json)
 
 
-def _resolved_lines(launch: Launch) -> list[str]:
-    """The launch's resolved sizes and global ranks, where they differ from the
-    engine-init line (independent DP engines each print DP=1)."""
+@attrs.frozen
+class _GlobalRank:
+    rank: int
+    line: int
+    pid: int | None
+    engine_line: int | None
+    """The compile-cache line that named the worker's DP engine, when one did."""
+
+
+@attrs.frozen
+class _Resolution:
+    """The launch's resolved sizes and global ranks: derived once, rendered by both the
+    text and the JSON document (they used to disagree on DP>1 launches)."""
+
+    sizes: tuple[int, int, int, int] | None
+    """(TP, PP, DP, PCP) as resolved, or ``None`` when they are not."""
+    note: str | None
+    """Why the resolved sizes differ from the engine-init line (independent DP engines
+    each print DP=1), or why nothing resolved."""
+    ranks: tuple[_GlobalRank, ...]
+    unmapped_lines: tuple[int, ...]
+    """Worker rank lines in one engine's own world that name no DP engine."""
+    unmapped_why: tuple[str, ...]
+
+
+def _resolution(launch: Launch) -> _Resolution:
     resolved = resolve_from_log(launch)
-    config = launch.engine_config
+    if resolved is None:
+        return _Resolution(None, "no engine-init line", (), (), ())
     if isinstance(resolved, str):
-        return [f"  resolved sizes:     not established: {resolved}"]
-    if resolved is None or config is None or resolved.data_parallel_note is None:
-        return []
+        return _Resolution(None, resolved, (), (), ())
     independent = independent_engines(launch, resolved)
     stated = stated_engines(launch) if independent else {}
-    via: dict[int, int | None] = {}
-    unmapped = []
+    ranks: dict[int, _GlobalRank] = {}
+    unmapped: list[int] = []
     for r in launch.ranks:
         found = attribute(r, resolved, independent=independent, stated=stated)
         if found is None:
-            if r.world_size == resolved.ranks_per_engine:
-                unmapped.append(r)
-        elif via.get(found[0]) is None:
-            via[found[0]] = found[1]
+            if independent and r.world_size == resolved.ranks_per_engine:
+                unmapped.append(r.line)
+        elif found[0] not in ranks or ranks[found[0]].engine_line is None:
+            ranks[found[0]] = _GlobalRank(found[0], r.line, r.pid, found[1])
+    why: tuple[str, ...] = ()
+    if unmapped:
+        why = (
+            (stated,)
+            if isinstance(stated, str)
+            else tuple(w for w in stated.values() if isinstance(w, str))
+        )
+    return _Resolution(
+        sizes=(
+            resolved.tensor_parallel_size,
+            resolved.pipeline_parallel_size,
+            resolved.data_parallel_size,
+            resolved.prefill_context_parallel_size,
+        ),
+        note=resolved.data_parallel_note,
+        ranks=tuple(ranks[g] for g in sorted(ranks)),
+        unmapped_lines=tuple(unmapped),
+        unmapped_why=why,
+    )
+
+
+def _resolution_json(launch: Launch) -> dict[str, object]:
+    res = _resolution(launch)
+    sizes = res.sizes
+    return {
+        "tensor_parallel_size": None if sizes is None else sizes[0],
+        "pipeline_parallel_size": None if sizes is None else sizes[1],
+        "data_parallel_size": None if sizes is None else sizes[2],
+        "prefill_context_parallel_size": None if sizes is None else sizes[3],
+        "note": res.note,
+        "global_ranks": [
+            {"rank": g.rank, "line": g.line, "pid": g.pid, "engine_line": g.engine_line}
+            for g in res.ranks
+        ],
+        "unmapped_rank_lines": list(res.unmapped_lines),
+        "unmapped_why": list(res.unmapped_why),
+    }
+
+
+def _resolved_lines(launch: Launch) -> list[str]:
+    """The launch's resolved sizes and global ranks, where they differ from the
+    engine-init line (independent DP engines each print DP=1)."""
+    res = _resolution(launch)
+    config = launch.engine_config
+    if res.sizes is None:
+        return [f"  resolved sizes:     not established: {res.note}"] if config is not None else []
+    if config is None or res.note is None:
+        return []
     ranks = (
         ", ".join(
-            str(g) + ("" if via[g] is None else f" (DP engine from compile-cache line {via[g]})")
-            for g in sorted(via)
+            str(g.rank)
+            + (
+                ""
+                if g.engine_line is None
+                else f" (DP engine from compile-cache line {g.engine_line})"
+            )
+            for g in res.ranks
         )
-        if via
+        if res.ranks
         else "none"
     )
-    if independent and unmapped:
+    if res.unmapped_lines:
         ranks += (
-            f"; {len(unmapped)} worker line(s) in one engine's own world name no DP engine "
-            "(not mapped)"
+            f"; {len(res.unmapped_lines)} worker line(s) in one engine's own world name no "
+            "DP engine (not mapped)"
         )
-        if isinstance(stated, str):
-            ranks += f"; {stated}"
-        else:
-            ranks += "".join(f"; {w}" for w in stated.values() if isinstance(w, str))
+        ranks += "".join(f"; {w}" for w in res.unmapped_why)
+    tp, pp, dp, _ = res.sizes
     return [
-        (
-            f"  resolved sizes:     TP={resolved.tensor_parallel_size} "
-            f"PP={resolved.pipeline_parallel_size} DP={resolved.data_parallel_size} "
-            f"({resolved.data_parallel_note})"
-        ),
+        f"  resolved sizes:     TP={tp} PP={pp} DP={dp} ({res.note})",
         "  global ranks:       " + ranks,
     ]
 
