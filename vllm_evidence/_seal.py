@@ -40,8 +40,14 @@ and a class with better key figures overrides :meth:`Sealed._repr_summary`.  Eve
 sealed class is declared ``@attrs.frozen(init=False, repr=False)`` so that attrs does
 not generate a ``__repr__`` over this one.
 
-Python cannot stop ``object.__new__`` plus ``object.__setattr__``; the seal is a
-guard against accidents and wrong provenance, not against an adversary.
+* ``Cls.__new__(Cls)`` and ``Cls.__attrs_init__(obj, …)``: :meth:`Sealed.__new__` refuses,
+  and :func:`minter` replaces each class's attrs initializer with a refusal once it holds
+  it (``mypy --strict`` still types ``Cls.__attrs_init__`` from the attrs plugin; it
+  raises at run time).
+
+Python cannot stop ``object.__new__`` plus ``object.__setattr__`` (or the same through
+``object.__new__`` and a field's slot descriptor); that is the documented, inherent limit:
+the seal is a guard against accidents and wrong provenance, not against an adversary.
 """
 
 from __future__ import annotations
@@ -106,11 +112,13 @@ class Sealed:
     # signature as the class's fields: see the module docstring on ``attrs.evolve``.
     @final
     def __init__(self, _sealed: Never, /, *_args: Never, **_kwargs: Never) -> None:
-        msg = (
-            f"{type(self).__qualname__} has no public constructor; "
-            f"use {type(self).__public_constructor__}"
-        )
-        raise SealedTypeError(msg)
+        raise SealedTypeError(_no_constructor(type(self)))
+
+    # ``Cls()``, ``Cls(x=…)``, ``Cls.__new__(Cls)``: refused here, before ``__init__``'s
+    # signature is bound (a bare ``Cls()`` said "missing 1 required positional argument:
+    # '_sealed'" and never reached the seal's words).  The minters use ``object.__new__``.
+    def __new__(cls, *_args: object, **_kwargs: object) -> Self:
+        raise SealedTypeError(_no_constructor(cls))
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -200,13 +208,31 @@ def minter(cls: type[T], init: Callable[Concatenate[T, P], None]) -> Callable[P,
         _mint_thing = minter(Thing, Thing.__attrs_init__)
     """
 
+    init = _ATTRS_INITS.setdefault(cls, init)  # a second minter of one class: the first's
+
     def mint(*args: P.args, **kwargs: P.kwargs) -> T:
         obj = object.__new__(cls)
         init(obj, *args, **kwargs)
         return obj
 
     mint.__qualname__ = f"mint_{cls.__qualname__}"
+    # attrs' initializer is the last public way in (``object.__new__(Cls)`` then
+    # ``Cls.__attrs_init__(obj, …)`` built a value every check accepted): once the minter
+    # holds it, the class's own attribute refuses.
+    type.__setattr__(cls, "__attrs_init__", _refuse_attrs_init)
     return mint
+
+
+#: Each sealed class's attrs initializer, kept by its minter only.
+_ATTRS_INITS: dict[type[Sealed], Callable[..., None]] = {}
+
+
+def _no_constructor(cls: type[Sealed]) -> str:
+    return f"{cls.__qualname__} has no public constructor; use {cls.__public_constructor__}"
+
+
+def _refuse_attrs_init(self: Sealed, *_args: object, **_kwargs: object) -> None:
+    raise SealedTypeError(_no_constructor(type(self)))
 
 
 #: How many levels of nested sealed values ``repr`` opens before it writes ``Cls(…)``.

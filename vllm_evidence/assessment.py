@@ -35,7 +35,7 @@ from vllm_evidence._seal import Reduction, Sealed, minter
 from vllm_evidence.adapters import outcome as arms
 from vllm_evidence.adapters.receipt import LaunchReceipt
 from vllm_evidence.adapters.startup_log import Launch, StartupLog
-from vllm_evidence.capture.batch import CaptureOrigin
+from vllm_evidence.capture.batch import CaptureBatch, CaptureOrigin
 from vllm_evidence.decisions import (
     CapacityDecision,
     CapacityEstablished,
@@ -57,7 +57,7 @@ from vllm_evidence.decisions import (
     decide_parallel,
     decide_served_identity,
 )
-from vllm_evidence.errors import EvidenceMismatchError, InputError
+from vllm_evidence.errors import EvidenceMismatchError, InputError, MisuseError
 from vllm_evidence.readback.evidence import Evidence, FrontDoor, Subject, gather
 from vllm_evidence.readback.front_door import CapturedReadback, HistoricalBundle
 from vllm_evidence.upstream.laws import Law, LawNotEstablished
@@ -191,6 +191,7 @@ def assess(
     established.  Raises :class:`~vllm_evidence.errors.InputError` for a launch index the
     log does not have.
     """
+    _check_kinds(front_door, startup_log, receipt)
     chosen: Launch | None = None
     if startup_log is not None and startup_log.launches:
         if launch is None:
@@ -211,6 +212,35 @@ def assess(
         front_door_join=decide_front_door_join(evidence),
         log_join=decide_log_join(evidence),
     )
+
+
+def _check_kinds(front_door: object, startup_log: object, receipt: object) -> None:
+    """The wrong kind of value gets words naming the right call, not an AttributeError
+    deep inside a decision."""
+    if front_door is not None and not isinstance(front_door, CapturedReadback | HistoricalBundle):
+        if isinstance(front_door, CaptureBatch):
+            hint = "a CaptureBatch is raw bytes: read it first with readback_from_batch(batch)"
+        elif isinstance(front_door, StartupLog):
+            hint = "a StartupLog is the second argument: assess(front_door, startup_log)"
+        else:
+            hint = (
+                "give a readback: readback_from_batch(probe_sync(url)), load(directory) "
+                "or historical_bundle(bodies)"
+            )
+        msg = f"assess() front_door is {type(front_door).__qualname__}; {hint}"
+        raise MisuseError(msg)
+    if startup_log is not None and not isinstance(startup_log, StartupLog):
+        msg = (
+            f"assess() startup_log is {type(startup_log).__qualname__}; give "
+            "read_startup_log(path) (a StartupLog), or None"
+        )
+        raise MisuseError(msg)
+    if receipt is not None and not isinstance(receipt, LaunchReceipt):
+        msg = (
+            f"assess() receipt is {type(receipt).__qualname__}; give "
+            "read_launch_receipt(path) (a LaunchReceipt), or None"
+        )
+        raise MisuseError(msg)
 
 
 def claim_established(

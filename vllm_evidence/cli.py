@@ -7,7 +7,9 @@ input (one line on stderr); 3 when ``--require`` names a claim that is not estab
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
@@ -48,7 +50,34 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return the exit status."""
+    """Run the command line; return the exit status (130 after a ^C: never a traceback)."""
+    try:
+        status = _main(argv)
+        sys.stdout.flush()  # here, where a closed pipe can still be caught
+    except KeyboardInterrupt:  # before a command took the signal over (`launch` does)
+        return 130  # 128 + SIGINT, as a shell reports a ^C
+    except BrokenPipeError:
+        return _closed_stdout()
+    except BaseExceptionGroup as group:  # a fleet's writer tasks, each on the closed pipe
+        if group.split(BrokenPipeError)[1] is None:
+            return _closed_stdout()
+        raise
+    return status
+
+
+def _closed_stdout() -> int:
+    """The reader of stdout went away (``| head -1``): end quietly, as ``head`` meant.
+
+    What is still buffered would be flushed again at exit and print "Exception
+    ignored … BrokenPipeError": stdout is pointed at /dev/null first."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    with contextlib.suppress(OSError, ValueError):
+        os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return EXIT_OK
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args_list = list(sys.argv[1:] if argv is None else argv)
     if args_list == ["--version"]:
         sys.stdout.write(f"vllm-evidence {VERSION}\n")
@@ -65,10 +94,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             "(probe, explain, demo, log, laws, audit-upstream, launch, schema; see --help)\n"
         )
         return EXIT_USAGE
-    try:
-        status: int = handler(args)
-    except BrokenPipeError:  # pragma: no cover - `| head` closed the pipe
-        return EXIT_OK
+    status: int = handler(args)
     return status
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "EvidenceError",
     "EvidenceMismatchError",
     "InputError",
+    "MisuseError",
     "SealedTypeError",
 ]
 
@@ -54,3 +55,8 @@ class EvidenceMismatchError(CaptureIntegrityError, ValueError):
 
 class SealedTypeError(EvidenceError, TypeError):
     """A sealed type was constructed, copied into a new value, pickled or subclassed."""
+
+
+class MisuseError(EvidenceError, TypeError):
+    """A public function handed the wrong kind of value; the message names the call that
+    takes it (``assess(batch)``: use ``readback_from_batch(batch)`` first)."""

@@ -29,7 +29,7 @@ from vllm_evidence.errors import EvidenceMismatchError
 from vllm_evidence.readback import CapturedReadback, load, readback_from_batch
 from vllm_evidence.rederive import dumps, loads
 
-KEY = b"orchestrator-key"
+KEY = b"orchestrator-key-of-32-bytes-000"  # the shortest a key may be: 32 bytes
 
 
 def _probed() -> CapturedReadback:
@@ -110,8 +110,30 @@ def test_the_origin_survives_pickling(probed: CapturedReadback, tmp_path: Path) 
 def test_an_unsigned_document_does_not_carry_the_join(probed: CapturedReadback) -> None:
     joined = _assess(probed)
     assert isinstance(joined.log_join, LogJoined)
-    with pytest.raises(EvidenceMismatchError, match=r"an unsigned document is not an observation"):
-        loads(dumps(joined))
+    # It comes back, with the join refused (not a raise): the bytes are the same
+    # evidence, but a loaded capture is no observation.
+    back = loads(dumps(joined))
+    assert back.log_join.reason.value == "capture_unverified"
+    assert back.parallel.reason.value == "log_not_joined"
+    assert back.front_door_join.reason is joined.front_door_join.reason
+
+
+def test_an_unsigned_document_that_differs_otherwise_is_still_refused(
+    probed: CapturedReadback,
+) -> None:
+    joined = _assess(probed)
+    text = dumps(joined)
+    # A recorded verdict the bytes do not give is an edit, whatever the signature.
+    edited = text.replace(
+        '"front_door_join": {"verdict": "established"',
+        '"front_door_join": {"verdict": "refused"',
+        1,
+    )
+    if edited == text:  # the document's own spelling of the recorded verdicts
+        edited = text.replace('"verdict": "established"', '"verdict": "refused"', 1)
+    assert edited != text
+    with pytest.raises(EvidenceMismatchError, match=r"does not reproduce the recorded verdicts"):
+        loads(edited)
 
 
 def test_a_signed_document_read_with_its_key_carries_the_join(probed: CapturedReadback) -> None:
@@ -127,7 +149,7 @@ def test_a_signed_document_read_with_its_key_carries_the_join(probed: CapturedRe
     ("sign", "verify", "message"),
     [
         (None, KEY, "the document is unsigned"),
-        (b"another key", KEY, "signed by key id"),
+        (b"another-key-of-thirty-two-bytes!", KEY, "signed by key id"),
     ],
 )
 def test_a_document_without_the_signature_asked_for_is_refused(

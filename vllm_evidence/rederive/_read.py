@@ -316,6 +316,15 @@ def loads(
             derived["log_join"]["reason"] == "capture_unverified"
             and recorded["log_join"]["verdict"] == "established"
         )
+        if unverified and all(
+            derived[claim]["reason"] in _JOIN_LOST
+            for claim in CLAIMS
+            if derived[claim] != recorded[claim]
+        ):
+            # An unsigned document of a joined assessment: its bytes re-derive the same
+            # evidence, but a loaded capture is no observation, so the join (and what the
+            # log alone gave the serving claims) is refused — said, not raised.
+            return assessment
         hint = (
             ": a log join rests on bytes this process observed, and an unsigned document "
             "is not an observation (write it with dumps(..., sign_key=KEY) and read it "
@@ -329,3 +338,8 @@ def loads(
         )
         raise EvidenceMismatchError(msg)
     return assessment
+
+
+#: What a claim re-derived from an unsigned document of a joined assessment becomes:
+#: nothing else may differ from the recorded verdicts.
+_JOIN_LOST = frozenset({"capture_unverified", "log_not_joined"})
