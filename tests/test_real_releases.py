@@ -64,6 +64,13 @@ SCENARIOS: list[tuple[str, str, tuple[int, int, int], tuple[int, ...], tuple[int
     # Two engines of one worker each; the workers' tags name no engine, their
     # compile-cache lines do (rank_0_0 and rank_0_1, see below).
     ("vllm-0.29.0-cpu/dp2", "0.29.0", (1, 1, 2), (0, 1), (2_097_152, 2_097_152)),
+    # NOTES.md: TP=1 'CPU KV cache size: 2,097,152 tokens' (line 55), TP=2 4,194,304
+    # (line 73), ranks from 'world_size=2 rank=1' (line 44) and 'rank=0' (line 50).
+    ("vllm-0.31.0-cpu/tp1", "0.31.0", (1, 1, 1), (0,), (2_097_152,)),
+    ("vllm-0.31.0-cpu/tp2", "0.31.0", (2, 1, 1), (0, 1), (4_194_304,)),
+    # The hybrid-attention model (NOTES.md: two sliding-window layers, one full-attention):
+    # 'CPU KV cache size: 1,342,177 tokens' (line 54), the group-aware figure.
+    ("vllm-0.32.0-cpu/tp1-hybrid", "0.32.0", (1, 1, 1), (0,), (1_342_177,)),
 ]
 IDS = [s[0] for s in SCENARIOS]
 
@@ -329,3 +336,108 @@ def test_0_11_1_prints_the_concurrency_line_once_per_rank_and_the_size_once() ->
     assert "None" not in a.parallel.detail
     for d in (a.front_door_join, a.log_join, a.served_identity, a.health_coverage):
         assert d.reason.value == "established", d
+
+
+# ---------------------------------------------------------------- 0.32.0: other shapes
+
+HYBRID = "vllm-0.32.0-cpu/tp1-hybrid"
+DP2_EAGER = "vllm-0.32.0-cpu/dp2-eager"
+
+
+def test_the_hybrid_capacity_is_the_group_aware_figure_not_blocks_times_block_size() -> None:
+    """tp1-hybrid (NOTES.md; README 'What they show'): the log's capacity line (line 54)
+    and kv_cache_size_tokens both say 1,342,177 tokens, while the same label's
+    num_gpu_blocks="32768" × block_size="128" is 4,194,304: the figure a
+    blocks-times-block-size reader would give for this three-group KV cache."""
+    blocks_times_block_size = 32_768 * 128
+    assert blocks_times_block_size == 4_194_304
+    (launch,) = _log(HYBRID).launches
+    sized = [(c.line, c.tokens.value) for c in launch.capacity if c.tokens is not None]
+    assert sized == [(54, 1_342_177)]
+    capacity = _assessment(HYBRID).capacity
+    assert isinstance(capacity, CapacityEstablished), capacity
+    assert [(e.engine, e.tokens.value) for e in capacity.engines] == [("0", 1_342_177)]
+    assert [e.tokens.value for e in capacity.corroborated_by] == [1_342_177]
+    assert all(e.tokens.value != blocks_times_block_size for e in capacity.engines)
+    # the label's own figure, the log's line agreeing; never blocks × block size
+    assert [e.source_kind.value for e in capacity.engines] == ["label_kv_cache_size_tokens"]
+    assert [e.source.where for e in capacity.corroborated_by] == [
+        "log launch 0, line 54 (EngineCore pid=22042)"
+    ]
+
+
+def test_the_dp2_eager_log_gives_its_version_sizes_and_capacity_per_engine() -> None:
+    """dp2-eager (NOTES.md): DP=2 from the non-default args (line 12) though the one
+    engine-init line (line 32) prints DP=1; one capacity line per engine, 4,194,304
+    tokens each (line 81 EngineCore_DP0, line 87 EngineCore_DP1)."""
+    log = _log(DP2_EAGER)
+    (launch,) = log.launches
+    assert launch.version is not None
+    assert launch.version.text == "0.32.0"
+    assert not launch.compile_cache  # --enforce-eager: no torch.compile cache lines
+    resolved = resolve_from_log(launch)
+    assert isinstance(resolved, ResolvedParallel), resolved
+    got = (
+        resolved.tensor_parallel_size,
+        resolved.pipeline_parallel_size,
+        resolved.data_parallel_size,
+    )
+    assert got == (1, 1, 2)
+    by_engine = sorted(
+        ((c.process.dp_engine if c.process else None), c.line, c.tokens.value)
+        for c in launch.capacity
+        if c.tokens is not None
+    )
+    assert by_engine == [(0, 81, 4_194_304), (1, 87, 4_194_304)]
+
+
+def test_the_dp2_eager_probe_gives_every_verdict_but_parallel_as_its_launcher_expects() -> None:
+    a = _assessment(DP2_EAGER)
+    for joined in (a.front_door_join, a.log_join, a.served_identity, a.health_coverage):
+        assert joined.reason.value == "established", joined
+    capacity = a.capacity
+    assert isinstance(capacity, CapacityEstablished), capacity
+    assert [(e.engine, e.tokens.value) for e in capacity.engines] == [
+        ("0", 4_194_304),
+        ("1", 4_194_304),
+    ]
+    for d in (a.front_door_join, a.log_join, a.parallel, a.capacity, a.health_coverage):
+        words = f"{d.reason.value} {d.detail}".lower()
+        assert "conflict" not in words, d
+        assert "contradict" not in words, d
+
+
+_DP2_EAGER_RANKS = (
+    "issue 33: DP=2 --enforce-eager: each engine's one worker logs 'world_size=1 rank=0' "
+    "under a bare (Worker pid=N) tag (lines 54, 57) and no compile-cache line names its "
+    "engine; the product maps no global rank and refuses ranks_unattributed"
+)
+
+
+@pytest.mark.xfail(strict=True, reason=_DP2_EAGER_RANKS)
+def test_the_dp2_eager_log_maps_both_global_ranks() -> None:
+    """Two engines of world 1, two worker processes (pids 19927 and 19921), each in a world
+    of its own (its own distributed_init_method file): global ranks 0 and 1 are both
+    present, whichever worker is which engine's."""
+    (launch,) = _log(DP2_EAGER).launches
+    resolved = resolve_from_log(launch)
+    assert isinstance(resolved, ResolvedParallel), resolved
+    independent = independent_engines(launch, resolved)
+    stated = stated_engines(launch)
+    mapped = sorted(
+        {
+            g
+            for r in launch.ranks
+            if (g := global_rank(r, resolved, independent=independent, stated=stated)) is not None
+        }
+    )
+    assert mapped == [0, 1]
+
+
+@pytest.mark.xfail(strict=True, reason=_DP2_EAGER_RANKS)
+def test_the_dp2_eager_probe_establishes_its_layout() -> None:
+    parallel = _assessment(DP2_EAGER).parallel
+    assert isinstance(parallel, ParallelEstablished), parallel
+    assert parallel.configuration.data_parallel_size == 2
+    assert tuple(r.rank for r in parallel.ranks) == (0, 1)
+    assert sorted(r.pid or 0 for r in parallel.ranks) == [19921, 19927]

@@ -23,6 +23,8 @@ ROOT = Path(os.environ.get("VLLM_EVIDENCE_LIVE_CAPTURES") or COMMITTED)
 SCENARIOS = ("tp1-devmode-alias", "tp2-apikey", "tp2-devmode", "restart-mid-batch")
 #: After start-up (tests/test_real_lifecycle.py reads them): recorded apart, not by `check`.
 LIFECYCLE = ("tp2-worker-kill", "tp1-engine-kill", "tp2-keepalive-engine-death", "failed-startup")
+#: Other launch shapes (tests/test_real_shapes.py reads them): recorded apart, not by `check`.
+SHAPES = ("dp2-eager", "tp1-hybrid")
 KEY_PREFIX = "live-tier-key-"  # every key the recorder makes starts with this
 START_TIME = re.compile(rb"^process_start_time_seconds (\S+)$", re.MULTILINE)
 
@@ -51,7 +53,7 @@ def test_every_scenario_was_recorded() -> None:
     assert ROOT.is_dir(), f"no captures at {ROOT}"
     recorded = sorted(p.name for p in ROOT.iterdir() if p.is_dir())
     if ROOT == COMMITTED:
-        assert recorded == sorted(SCENARIOS + LIFECYCLE)
+        assert recorded == sorted(SCENARIOS + LIFECYCLE + SHAPES)
     else:  # a fresh `check` records the four scenarios only
         assert recorded == sorted(SCENARIOS)
 

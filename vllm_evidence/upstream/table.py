@@ -1106,6 +1106,21 @@ _LABELS_0_27_0 = (_LABELS_0_20_0 - {"hash_block_size"}) | _labels(
 )
 # 0.28.0 drops calculate_kv_scales (first-hand on its /metrics, CPU, TP=1).
 _LABELS_0_28_0 = _LABELS_0_27_0 - _labels("calculate_kv_scales")
+# Written out by hand from 0.31.0's CacheConfig (config/cache.py L73-316: 35 fields, none
+# set undeclared in __post_init__ or by platforms/cpu.py) plus the engine label, and
+# checked against the real captures' /metrics bodies (CPU, TP=1 and TP=2): 36 labels.
+_LABELS_0_31_0 = _labels(
+    """_block_size_resolved block_size cache_dtype effective_attention_block_size
+    enable_mamba_shared_prefix_checkpoint enable_prefix_caching engine
+    gpu_memory_utilization is_attention_free kv_cache_dtype_skip_layers kv_cache_layout
+    kv_cache_max_concurrency kv_cache_memory_bytes kv_cache_size_tokens
+    kv_offloading_backend kv_offloading_size kv_sharing_fast_prefill mamba_block_size
+    mamba_cache_dtype mamba_cache_mode mamba_page_size_padded mamba_ssm_cache_dtype
+    num_cpu_blocks num_gpu_blocks num_gpu_blocks_override prefix_cache_retention_interval
+    prefix_caching_hash_algo prefix_match_unit replayssm_buffer_len skip_page_size_padded
+    sliding_window swa_bounded_replay use_kda_recoverssm use_replayssm
+    user_specified_block_size user_specified_mamba_block_size"""
+)
 # Written out by hand from the real capture's /metrics body (CPU, TP=1).
 _LABELS_0_32_0 = _labels(
     """_block_size_resolved block_size cache_dtype cache_hit_alignment_tokens
@@ -1215,6 +1230,15 @@ def _cache_config_labels() -> list[tuple[Question, tuple[Law, ...]]]:
             "0.29.0",
             _LABELS_0_29_0,
             "first-hand v0.29.0: vllm:cache_config_info labels on /metrics (CPU, TP=2, PP=2, DP=2)",
+        ),
+        law(
+            "0.31.0",
+            "0.31.0",
+            _LABELS_0_31_0,
+            "first-hand v0.31.0: vllm:cache_config_info labels on /metrics (CPU, TP=1, TP=2)",
+            f"v0.31.0: {fields}",
+            "v0.31.0: config/cache.py L311-314 (metrics_info: every __dict__ key)",
+            "v0.31.0: v1/metrics/loggers.py L1003-1024 (engine label added)",
         ),
         law(
             "0.32.0",
