@@ -19,9 +19,16 @@ test would draw them; the test body only touches the drawn value.  It prints:
   rates are timed in a run without them).
 
 Knob combinations: every ``servers()`` knob alone and the combinations the issue names
-(TP=4 with rank 2 missing, DP=2, each backend, a pinned release), ``mixed_builds()``,
-and, for comparison, ``captured_readbacks()`` (every probe route, built in-process) and
-``startup_log_examples()``.  ``--quick`` runs only ``servers()`` with no knobs.
+(TP=4 with rank 2 missing, DP=2, each backend and none printed, zero capacity, a pinned
+release), ``mixed_builds()``, and, for comparison, ``captured_readbacks()`` (every probe
+route, built in-process) and ``startup_log_examples()``.  ``--quick`` runs only
+``servers()`` with no knobs.
+
+``--share N`` measures instead what the default draws give a three-claim admission
+policy (parallel, capacity and health coverage each established about the serving
+process): over ``N`` default ``servers()`` draws, the share it admits, the share of
+``mixed_builds()`` that a log-only version of it (the log's claims for its own launch,
+no log join) admits, and each claim's reasons.  ``docs/testing.md`` quotes it.
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -36,13 +44,18 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.internal.observability import with_observability_callback
 from hypothesis.strategies import SearchStrategy
 
+from vllm_evidence.assessment import Claim, Subject, assess, claim_established
 from vllm_evidence.testing.strategies import (
+    GeneratedServer,
     captured_readbacks,
     launches,
     mixed_builds,
     servers,
     startup_log_examples,
 )
+
+#: The claims the three-claim policy of ``--share`` requires.
+THREE_CLAIMS: tuple[Claim, ...] = ("parallel", "capacity", "health_coverage")
 
 
 def _run(strategy: SearchStrategy[Any], examples: int) -> int:
@@ -107,6 +120,8 @@ def rows(*, quick: bool) -> list[tuple[str, Callable[[], SearchStrategy[Any]]]]:
         ("servers(backend='mp')", lambda: servers(backend="mp")),
         ("servers(backend='ray')", lambda: servers(backend="ray")),
         ("servers(backend='uni')", lambda: servers(backend="uni")),
+        ("servers(backend='unprinted')", lambda: servers(backend="unprinted")),
+        ("servers(zero_capacity=True)", lambda: servers(zero_capacity=True)),
         ("servers(restarted=True)", lambda: servers(restarted=True)),
         ("mixed_builds()", mixed_builds),
         (
@@ -120,11 +135,72 @@ def rows(*, quick: bool) -> list[tuple[str, Callable[[], SearchStrategy[Any]]]]:
     return out
 
 
+def _each(strategy: SearchStrategy[Any], examples: int, use: Callable[[Any], None]) -> None:
+    @settings(
+        max_examples=examples,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+    )
+    @given(strategy)
+    def body(value: object) -> None:
+        use(value)
+
+    body()
+
+
+def share(examples: int) -> None:
+    """Print what ``examples`` default draws give a three-claim policy (see the module)."""
+    admitted, drawn = 0, 0
+    reasons: dict[str, Counter[str]] = {claim: Counter() for claim in THREE_CLAIMS}
+
+    def serve(server: GeneratedServer) -> None:
+        nonlocal admitted, drawn
+        assessment = server.assess()
+        drawn += 1
+        admitted += all(claim_established(assessment, c) for c in THREE_CLAIMS)
+        for claim in THREE_CLAIMS:
+            reasons[claim][getattr(assessment, claim).reason.value] += 1
+
+    fooled, careful, mixed = 0, 0, 0
+
+    def mix(server: GeneratedServer) -> None:
+        nonlocal fooled, careful, mixed
+        launch_only = assess(None, server.startup_log())
+        mixed += 1
+        fooled += all(
+            claim_established(launch_only, c, subject=Subject.LAUNCH) for c in THREE_CLAIMS
+        )
+        careful += all(claim_established(server.assess(), c) for c in THREE_CLAIMS)
+
+    start = time.perf_counter()
+    _each(servers(), examples, serve)
+    _each(mixed_builds(), examples, mix)
+    elapsed = time.perf_counter() - start
+    print(
+        f"servers(): {admitted} of {drawn} draws ({admitted / drawn:.1%}) three-claim "
+        "admissible (parallel, capacity, health coverage established for the serving process)"
+    )
+    print(
+        f"mixed_builds(): a log-only three-claim policy admits {fooled} of {mixed} "
+        f"({fooled / mixed:.1%}); the careful one (serving claims) admits {careful}"
+    )
+    for claim, counts in reasons.items():
+        shown = ", ".join(f"{reason} {n}" for reason, n in counts.most_common())
+        print(f"  {claim}: {shown}")
+    print(f"({elapsed:.0f} s)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--examples", type=int, default=200)
     parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--share", type=int, metavar="N", default=None)
     args = parser.parse_args(argv)
+    if args.share is not None:
+        share(args.share)
+        return 0
     print(f"{'strategy':<56} {'ex/s':>7} {'ex/cpu-s':>9} {'rejected':>9} {'overrun':>8}")
     for name, make in rows(quick=args.quick):
         rate, cpu_rate, rejected, overrun = measure(make(), args.examples)

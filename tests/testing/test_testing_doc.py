@@ -12,7 +12,7 @@ import pytest
 DOC = Path(__file__).resolve().parents[2] / "docs" / "testing.md"
 BLOCK = re.compile(r"^```python\n(.*?)^```$", re.DOTALL | re.MULTILINE)
 
-#: The examples the document promises (its three sections, and the fixture's).
+#: The examples the document promises (its four sections, and the fixture's).
 PROMISED = {
     "test_admits_a_server_with_every_rank",
     "test_holds_a_server_with_a_missing_rank",
@@ -20,6 +20,9 @@ PROMISED = {
     "test_never_admits_a_mixed_build",
     "test_holds_a_server_that_restarted",
     "test_holds_a_replayed_server_that_restarts",
+    "test_three_claims_never_admit_a_mixed_build",
+    "test_three_claims_admit_a_default_server",
+    "test_the_mixed_builds_catch_a_log_only_policy",
     "test_admits_the_recorded_tp2_server",
     "test_holds_when_every_route_answers_503",
     "test_a_metrics_sequence_replays_bodies_in_order",

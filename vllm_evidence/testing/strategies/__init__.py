@@ -16,13 +16,14 @@ Every public name is importable from here; they live in:
 * :mod:`.captures`: whole captures drawn as one consistent launch, and the sealed
   types built from them (bundles, readbacks, batches, assessments, parsed bodies);
 * :mod:`.launches`: one launch's log with knobs (:func:`launches`: release, TP, PP, DP,
-  missing ranks, executor backend), and witnessed launches — a log, its process's front
-  door and the launch receipt that joins them;
+  missing ranks, executor backend, zero capacity; left open, each is drawn as a real
+  deployment mostly has it), and witnessed launches — a log, its process's front door
+  and the launch receipt that joins them;
 * :mod:`.servers`: whole servers for admission-policy tests — :func:`servers` (a front
   door's batch with its own log and receipt, one launch) and :func:`mixed_builds` (a
   front door with another launch's log and receipt), built without sockets;
-* :mod:`._common`: :data:`RELEASES`, :data:`CACHE_CONFIG_LABELS`, and what the
-  others share.
+* :mod:`._common`: :data:`RELEASES`, :data:`CACHE_CONFIG_LABELS`,
+  :data:`GROUP_AWARE_RELEASES`, and what the others share.
 
 A new vLLM release starts in :mod:`._common` (:data:`RELEASES`); each module's
 docstring says where that release's formats go.
@@ -32,7 +33,11 @@ This package imports hypothesis but never pytest.
 
 from __future__ import annotations
 
-from vllm_evidence.testing.strategies._common import CACHE_CONFIG_LABELS, RELEASES
+from vllm_evidence.testing.strategies._common import (
+    CACHE_CONFIG_LABELS,
+    GROUP_AWARE_RELEASES,
+    RELEASES,
+)
 from vllm_evidence.testing.strategies.bodies import (
     metrics_bodies,
     models_bodies,
@@ -53,6 +58,7 @@ from vllm_evidence.testing.strategies.captures import (
 )
 from vllm_evidence.testing.strategies.launches import (
     BACKENDS,
+    UNPRINTED,
     WitnessedLaunch,
     launches,
     witnessed_launches,
@@ -70,7 +76,9 @@ from vllm_evidence.testing.strategies.servers import GeneratedServer, mixed_buil
 __all__ = [
     "BACKENDS",
     "CACHE_CONFIG_LABELS",
+    "GROUP_AWARE_RELEASES",
     "RELEASES",
+    "UNPRINTED",
     "CaptureDirectory",
     "GeneratedCapacity",
     "GeneratedLaunch",

@@ -29,7 +29,14 @@ from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 from packaging.version import Version
 
-from vllm_evidence.upstream import CacheConfigLabelsLaw, ReleaseLaws, laws_for
+from vllm_evidence.upstream import (
+    CacheConfigLabelsLaw,
+    CapacityAuthority,
+    CapacityLaw,
+    CapacitySource,
+    ReleaseLaws,
+    laws_for,
+)
 
 # --------------------------------------------------------------------------------------
 # Release facts (``vllm-upstream.md`` §3a, §4).
@@ -63,6 +70,21 @@ def _law_labels(release: str) -> tuple[str, ...]:
 CACHE_CONFIG_LABELS: Final[Mapping[str, tuple[str, ...]]] = MappingProxyType(
     {release: _law_labels(release) for release in RELEASES}
 )
+
+
+def _group_aware(release: str) -> bool:
+    """Whether the law table calls ``release``'s capacity line authoritative (group-aware:
+    ``log.capacity_line``, from 0.27)."""
+    laws = laws_for(Version(release))
+    assert isinstance(laws, ReleaseLaws), release  # noqa: S101  # every RELEASES member is read
+    law = laws.capacity(CapacitySource.LOG_CAPACITY_LINE)
+    return isinstance(law, CapacityLaw) and law.authority is CapacityAuthority.AUTHORITATIVE
+
+
+#: The releases whose startup log prints a group-aware (authoritative) capacity line, read
+#: from the law table: the default draws of :func:`~.launches.launches` and the servers
+#: favour them (see :mod:`.launches`).
+GROUP_AWARE_RELEASES: Final[tuple[str, ...]] = tuple(r for r in RELEASES if _group_aware(r))
 
 
 def _at_least(release: str, floor: str) -> bool:

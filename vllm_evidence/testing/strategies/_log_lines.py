@@ -43,11 +43,21 @@ _devices = st.sampled_from(["GPU", "GPU", "CPU", "XPU"])
 _V1_FORMATS: Final = ("v1_two_line", "v1_one_line")
 
 
+def _capacity_tokens(*, zero: bool | None, high: int = 10**9) -> st.SearchStrategy[int]:
+    """A KV cache size in tokens (or V0 blocks): ``zero=None`` draws from 0 (the reader's
+    whole range), ``False`` from 1 (vLLM refuses to start with no KV-cache blocks:
+    ``ValueError: No available memory for the cache blocks``), ``True`` is 0."""
+    if zero is None:
+        return st.integers(0, high)
+    return st.just(0) if zero else st.integers(1, high)
+
+
 def _capacity_report(
-    draw: st.DrawFn, fmt: str, device: str, max_model_len: int
+    draw: st.DrawFn, fmt: str, device: str, max_model_len: int, *, zero: bool | None = None
 ) -> GeneratedCapacity:
-    """The figures of one capacity report in format ``fmt`` (tokens and concurrency drawn)."""
-    tokens = draw(st.integers(0, 10**9))
+    """The figures of one capacity report in format ``fmt`` (tokens and concurrency drawn;
+    ``zero`` as :func:`_capacity_tokens` takes it)."""
+    tokens = draw(_capacity_tokens(zero=zero))
     concurrency = f"{draw(st.integers(0, 99999))}.{draw(st.integers(0, 99)):02d}"
     return GeneratedCapacity(
         fmt, device, None if fmt == "v0_blocks" else tokens, max_model_len, concurrency
