@@ -8,6 +8,14 @@ server's connections kept for its own probe and closed after it), ``at_once`` se
 read at a time, each assessed as its probe ends.  A server that does not answer is an
 assessment too: its decisions refuse and name what was missing; only a string that is
 not a URL this package reads is an :class:`~vllm_evidence.InputError` instead.
+
+Memory is bounded in all: every probe shares one
+:class:`~vllm_evidence.capture.http.BodyBudget`, so the bodies held at once (being read,
+or waiting to be assessed) stay within it however the servers size their answers; a
+request that would pass it waits, and each batch's bytes are given back once assessed.
+Here :func:`~vllm_evidence.assess` runs on the event loop, so a server whose bodies are
+costly to parse holds up the other servers' reads meanwhile (their timeouts count it);
+the command assesses in worker processes instead (``vllm_evidence._cli._fleet``).
 """
 
 from __future__ import annotations
@@ -17,27 +25,36 @@ import sys
 from collections.abc import Sequence
 
 from vllm_evidence import Assessment, InputError, assess, probe, readback_from_batch
-from vllm_evidence.capture.http import new_client
+from vllm_evidence.capture.http import DEFAULT_BODY_BUDGET_BYTES, BodyBudget, new_client
 
 __all__ = ["read_fleet"]
 
 
 async def read_fleet(
-    urls: Sequence[str], *, at_once: int = 64, api_key: str | None = None
+    urls: Sequence[str],
+    *,
+    at_once: int = 64,
+    api_key: str | None = None,
+    body_budget: BodyBudget | None = None,
 ) -> dict[str, Assessment | InputError]:
-    """Probe and assess every server of ``urls``, ``at_once`` of them at a time."""
+    """Probe and assess every server of ``urls``, ``at_once`` of them at a time, their
+    bodies within ``body_budget`` (1 GiB if none is given)."""
     results: dict[str, Assessment | InputError] = {}
     pending = iter(urls)
+    budget = BodyBudget(DEFAULT_BODY_BUDGET_BYTES) if body_budget is None else body_budget
     async with new_client() as client:
 
         async def worker() -> None:
             for url in pending:  # one shared iterator: each URL is taken once
                 try:
-                    batch = await probe(url, api_key=api_key, client=client)
+                    batch = await probe(url, api_key=api_key, client=client, body_budget=budget)
                 except InputError as exc:
                     results[url] = exc
                     continue
-                results[url] = assess(readback_from_batch(batch), None)
+                try:
+                    results[url] = assess(readback_from_batch(batch), None)
+                finally:
+                    budget.release(batch)  # its bodies are no longer needed
 
         async with asyncio.TaskGroup() as group:
             for _ in range(min(at_once, len(urls))):

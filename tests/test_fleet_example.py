@@ -11,6 +11,7 @@ from examples.fleet import main, read_fleet
 from tests._paths import REAL
 from tests._ports import nothing_listening
 from vllm_evidence import Assessment, InputError, assess, probe_sync, readback_from_batch
+from vllm_evidence.capture.http import BodyBudget
 from vllm_evidence.decisions import CapacityEstablished, CapacityRefused
 from vllm_evidence.output.assessment import assessment_document
 from vllm_evidence.testing import serve_capture
@@ -55,3 +56,19 @@ def test_main_prints_a_line_a_server() -> None:
     assert lines[0].startswith(f"{door.url}: vLLM 0.32.0, parallel ")
     assert lines[0].endswith("capacity established")
     assert lines[1].startswith("not a url: ")
+
+
+def test_the_fleet_holds_its_bodies_within_its_budget_and_gives_every_batch_back() -> None:
+    # The real capture's bodies: ~260 KB a server, reserved at the 8 MiB cap while read.
+    budget = BodyBudget(100 * 1024 * 1024)
+    with ExitStack() as stack:
+        doors = [stack.enter_context(serve_capture(REAL)) for _ in range(4)]
+        results = asyncio.run(read_fleet([d.url for d in doors], body_budget=budget))
+    for result in results.values():
+        assert isinstance(result, Assessment)
+        assert isinstance(result.capacity, CapacityEstablished)
+    # Four probes of ten requests at the cap want 320 MiB at once: the budget held them
+    # to 100 MiB, and they waited rather than failed.
+    assert budget.high_water <= 100 * 1024 * 1024
+    assert budget.waits > 0
+    assert budget.held == 0

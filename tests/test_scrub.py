@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from hypothesis import example, given, settings
@@ -84,6 +85,9 @@ _PIECES = (
     "API-KEY=",
     "Password=",
     "auth=",
+    "HF_TOKEN=",
+    "VLLM_KEY",
+    "=",
     "x",
     " ",
     "&",
@@ -106,6 +110,7 @@ def _every_pattern(text: str, form: str) -> str:
     text = s._AUTH_HEADER_RE.sub(rf"\1{REDACTED}", text)
     text = s._SCHEME_TOKEN_RE.sub(rf"\1 {REDACTED}", text)
     text = s._PARAM_RE.sub(rf"\1{REDACTED}", text)
+    text = s._VARIABLE_RE.sub(s._variable_value, text)
     if form == "line":
         return s._CONTROL_RE.sub(s._escape, text)
     if form == "json":
@@ -191,3 +196,336 @@ def test_the_short_key_boundary_is_eight_characters() -> None:
     assert SHORT_SECRET == 8
     assert scrub("x1234567y", secrets=["1234567"]) == "x1234567y"
     assert scrub("x12345678y", secrets=["12345678"]) == f"x{REDACTED}y"
+
+
+# --- environment assignments in text -----------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "shown"),
+    [
+        # The launcher's one line when the first word is an assignment (``env`` forgotten).
+        (
+            "cannot start 'HF_TOKEN=sk-live-1234': No such file",
+            "cannot start 'HF_TOKEN=***': No such file",
+        ),
+        ("VLLM_API_KEY=abc vllm serve", "VLLM_API_KEY=*** vllm serve"),
+        ("x AWS_ACCESS_KEY_ID=AKIA1 y", "x AWS_ACCESS_KEY_ID=*** y"),
+        ("PGPASSWORD=a,b;c&d e", "PGPASSWORD=*** e"),  # the value runs to whitespace
+        ('"DB_PASS=x"', '"DB_PASS=***"'),
+        ("one\nGITHUB_TOKEN=ghp_1\ntwo", "one\\x0aGITHUB_TOKEN=***\\x0atwo"),
+        # Not a credential variable, or not an environment's (upper case only in text):
+        ("TOKENIZERS_PARALLELISM=false MAX_TOKENS=5", "TOKENIZERS_PARALLELISM=false MAX_TOKENS=5"),
+        ("load(..., verify_key=...)", "load(..., verify_key=...)"),
+        ("kv_cache_size_tokens=41216", "kv_cache_size_tokens=41216"),
+        ("xHF_TOKEN=1", "xHF_TOKEN=1"),  # inside a word: no assignment
+    ],
+)
+def test_a_credential_assignment_in_text_loses_its_value(text: str, shown: str) -> None:
+    assert scrub(text) == shown
+
+
+# --- command lines -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "--api-key",
+        "--hf-token",
+        "--hf_token",
+        "--token",
+        "--auth",
+        "--auth-token",
+        "--password",
+        "--passwd",
+        "--client-secret",
+        "--key",
+        "--apikey",
+        "--watermark-config.key",
+        "X-Api-Key",
+        "access_token",
+        "AccountKey",
+        "Authorization",
+        "--oauth2",
+        "--pass",
+        "--cookie",
+        "--PASSWORD",
+    ],
+)
+def test_these_names_hold_a_credential(name: str) -> None:
+    from vllm_evidence._scrub import credential_name
+
+    assert credential_name(name)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "--tokenizer",
+        "--tokenizer-mode",
+        "--max-num-batched-tokens",
+        "--dbo-decode-token-threshold",
+        "--return-tokens-as-token-ids",
+        "--ssl-keyfile",
+        "--ssl-certfile",
+        "--api-key-file",
+        "--api-key-env",
+        "--allowed-headers",
+        "--port",
+        "--model",
+        "--tensor-parallel-size",
+        "-tp",
+        "--author",
+        "--bypass",
+        "",
+        "--",
+    ],
+)
+def test_these_names_hold_no_credential(name: str) -> None:
+    from vllm_evidence._scrub import credential_name
+
+    assert not credential_name(name)
+
+
+@pytest.mark.parametrize(
+    ("name", "credential"),
+    [
+        ("HF_TOKEN", True),
+        ("HUGGING_FACE_HUB_TOKEN", True),
+        ("VLLM_API_KEY", True),
+        ("OPENAI_API_KEY", True),
+        ("AWS_SECRET_ACCESS_KEY", True),
+        ("AWS_SESSION_TOKEN", True),
+        ("AWS_ACCESS_KEY_ID", True),  # any word: KEY
+        ("WANDB_API_KEY", True),
+        ("GITHUB_TOKEN", True),
+        ("FOO_SECRET", True),
+        ("SECRET_KEY_BASE", True),
+        ("PGPASSWORD", True),
+        ("MYSQL_PWD", True),
+        ("DB_PASS", True),
+        ("SSH_AUTH_SOCK", True),  # a path: hidden all the same (any word: AUTH)
+        ("hf_token", True),  # any case
+        ("ApiKey2", True),
+        ("TOKENIZERS_PARALLELISM", False),
+        ("VLLM_MAX_TOKENS_PER_EXPERT_FP4_MOE", False),
+        ("VLLM_ENABLE_PREGRAD_PASSES", False),
+        ("VLLM_USE_FASTOKENS", False),
+        ("CUDA_VISIBLE_DEVICES", False),
+        ("PATH", False),
+        ("AUTHOR", False),
+    ],
+)
+def test_a_variable_holds_a_credential_when_any_word_is_one(name: str, credential: bool) -> None:
+    from vllm_evidence._scrub import credential_variable
+
+    assert credential_variable(name) is credential
+
+
+@pytest.mark.parametrize(
+    ("argv", "shown"),
+    [
+        # Secret options, both shapes; the names kept.
+        (["--api-key", "k", "--api-key=k2"], ["--api-key", "***", "--api-key=***"]),
+        (
+            ["--token", "t", "--auth=a", "--password", "p"],
+            ["--token", "***", "--auth=***", "--password", "***"],
+        ),
+        # vLLM's --api-key takes every key up to the next option (nargs="+").
+        (["--api-key", "a", "b", "-tp", "2"], ["--api-key", "***", "***", "-tp", "2"]),
+        (["--api-key", "a", "--port", "8000"], ["--api-key", "***", "--port", "8000"]),
+        # Any other secret option takes one value.
+        (["--token", "a", "/models/m"], ["--token", "***", "/models/m"]),
+        # A value never starts with "--": vLLM's bare --hf-token (the stored login).
+        (["--hf-token", "--port", "8000"], ["--hf-token", "--port", "8000"]),
+        (["--token", "--", "x"], ["--token", "--", "x"]),
+        # ...but one that starts with a single "-" is a value (a key may).
+        (["--token", "-abc"], ["--token", "***"]),
+        (["--api-key", "-abc", "-tp", "2"], ["--api-key", "***", "-tp", "2"]),
+        (["--api-key"], ["--api-key"]),
+        # argparse's abbreviations and vLLM's underscores.
+        (
+            ["--api-k", "k", "--hf-t=t", "--hf_token", "t"],
+            ["--api-k", "***", "--hf-t=***", "--hf_token", "***"],
+        ),
+        (["--api", "8"], ["--api", "8"]),  # ambiguous with --api-server-count: no option
+        # -k: next, =, glued; a single-dash name of its own is read by its name.
+        (["-k", "v", "-k=v", "-kv"], ["-k", "***", "-k=***", "-k***"]),
+        (["-key", "v", "-pass", "v"], ["-key", "***", "-pass", "***"]),
+        (["-keyform", "PEM"], ["-k***", "PEM"]),
+        # vLLM's watermark key: the whole JSON (vLLM hides it too), or the dotted key.
+        (
+            ["--watermark-config", '{"key": 5}', "--watermark-config.key", "5"],
+            ["--watermark-config", "***", "--watermark-config.key", "***"],
+        ),
+        (["--watermark-config.algorithm", "gumbel"], ["--watermark-config.algorithm", "gumbel"]),
+        # Environment assignments, as an argument or an option's value; the whole value.
+        (
+            ["env", "HF_TOKEN=t", "PASSWORD=two words", "TOKENIZERS_PARALLELISM=false"],
+            ["env", "HF_TOKEN=***", "PASSWORD=***", "TOKENIZERS_PARALLELISM=false"],
+        ),
+        (
+            ["--env=GITHUB_TOKEN=g", "-e", "VLLM_API_KEY=v"],
+            ["--env=GITHUB_TOKEN=***", "-e", "VLLM_API_KEY=***"],
+        ),
+        # Headers, URLs, pairs inside an argument.
+        (
+            [
+                "--header",
+                "Authorization: Bearer b",
+                "-H",
+                "X-Api-Key: one two",
+                "-H",
+                "Accept: json",
+            ],
+            ["--header", "Authorization: ***", "-H", "X-Api-Key: ***", "-H", "Accept: json"],
+        ),
+        (
+            ["https://u:pw@h/x", "--url=http://h/?token=t"],
+            ["https://***@h/x", "--url=http://h/?token=***"],
+        ),
+        (
+            ['{"api_key": "a b", "n": 1}', "{'token': 't'}", "AccountName=a;AccountKey=k;x=1"],
+            ['{"api_key": "***", "n": 1}', "{'token': '***'}", "AccountName=a;AccountKey=***;x=1"],
+        ),
+        # A shell's -c script: words, a quoted value to its closing quote.
+        (
+            ["sh", "-c", "HF_TOKEN='a b' vllm serve m --api-key k1 k2 --token \"c d\" --port 8000"],
+            ["sh", "-c", "HF_TOKEN=*** vllm serve m --api-key *** *** --token *** *** --port 8000"],
+        ),
+        (
+            ["bash", "-lc", "export X=1;  OPENAI_API_KEY=o exec x"],
+            ["bash", "-lc", "export X=1;  OPENAI_API_KEY=*** exec x"],
+        ),
+        # Paths, names, sizes and vLLM's flags keep their values.
+        (
+            ["--ssl-keyfile", "/k.pem", "--api-key-file", "/run/k", "--api-key-env", "VLLM_KEY"],
+            ["--ssl-keyfile", "/k.pem", "--api-key-file", "/run/k", "--api-key-env", "VLLM_KEY"],
+        ),
+        (
+            [
+                "--tokenizer",
+                "/tok",
+                "--max-num-batched-tokens",
+                "8192",
+                "--allow-credentials",
+                "/m",
+            ],
+            [
+                "--tokenizer",
+                "/tok",
+                "--max-num-batched-tokens",
+                "8192",
+                "--allow-credentials",
+                "/m",
+            ],
+        ),
+        (
+            ["vllm", "serve", "/models/m", "-tp", "2", "--port", "8000", "--lora-modules", "a=/l"],
+            ["vllm", "serve", "/models/m", "-tp", "2", "--port", "8000", "--lora-modules", "a=/l"],
+        ),
+        # Words of an argument that holds whitespace; a -c script is words only.
+        (
+            ["--vllm-args", "--api-key X --port 1", "--args=--token t"],
+            ["--vllm-args", "--api-key *** --port 1", "--args=--token ***"],
+        ),
+        (["sh", "-c", "-k x"], ["sh", "-c", "-k ***"]),
+        (
+            ["tool", "-c", "-k", "x", "-c", "--token", "t"],
+            ["tool", "-c", "-k", "***", "-c", "--token", "***"],
+        ),
+        (["sh", "-c", "HF_TOKEN=x"], ["sh", "-c", "HF_TOKEN=***"]),
+        (["--token=a b", "-k", "a b"], ["--token=***", "-k", "***"]),
+        ([], []),
+    ],
+)
+def test_a_command_line_keeps_its_shape_and_loses_its_secrets(
+    argv: list[str], shown: list[str]
+) -> None:
+    from vllm_evidence._scrub import scrub_argv
+
+    assert scrub_argv(argv) == shown
+    assert scrub_argv(shown) == shown  # a receipt is scrubbed again as it is read
+
+
+_VLLM_OPTIONS = Path(__file__).parent / "hostile" / "vllm-0.32.0-serve-options.txt"
+
+
+def _vllm_options() -> list[tuple[str, str]]:
+    rows = []
+    for line in _VLLM_OPTIONS.read_text(encoding="utf-8").splitlines():
+        if line and not line.startswith("#"):
+            names, nargs = line.split("\t")
+            rows += [(name, nargs) for name in names.split()]
+    return rows
+
+
+def test_of_vllm_serve_s_options_exactly_three_carry_a_secret() -> None:
+    """Every option string of ``vllm serve`` (0.32.0): the three that carry a secret
+    lose their value, every other option keeps its value, every flag leaves the next
+    argument alone."""
+    from vllm_evidence._scrub import scrub_argv
+
+    options = _vllm_options()
+    assert len(options) > 300
+    secret = {"--api-key", "--hf-token", "--watermark-config"}
+    for name, nargs in options:
+        if name in secret:
+            assert scrub_argv([name, "v"]) == [name, "***"], name
+        elif nargs == "0":
+            assert scrub_argv([name, "/models/m"]) == [name, "/models/m"], name
+        elif nargs in {"+", "*"}:
+            assert scrub_argv([name, "a", "b"]) == [name, "a", "b"], name
+        else:
+            assert scrub_argv([name, "v"]) == [name, "v"], name
+    assert secret <= {name for name, _ in options}
+
+
+_SAFE_ARGS = st.sampled_from(
+    ["vllm", "serve", "/models/m", "-tp", "2", "--port", "8000", "--model", "m", "x=1", "--"]
+)
+_CANARY = "CANARY-q7z"
+_SECRET_FORMS = st.sampled_from(
+    [
+        ["--api-key", _CANARY],
+        [f"--api-key={_CANARY}"],
+        ["--api-key", "k", _CANARY],
+        ["-k", _CANARY],
+        [f"-k{_CANARY}"],
+        ["--token", _CANARY],
+        ["--auth", _CANARY],
+        [f"--hf_token={_CANARY}"],
+        [f"HF_TOKEN={_CANARY}"],
+        [f"env VLLM_API_KEY={_CANARY}"],
+        [f"https://u:{_CANARY}@h/"],
+        ["--header", f"Authorization: Bearer {_CANARY}"],
+        ["--header", f"X-Api-Key: {_CANARY}"],
+        ['{"token": "' + _CANARY + '"}'],
+        ["sh", "-c", f"vllm serve --api-key {_CANARY} --port 1"],
+    ]
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    before=st.lists(_SAFE_ARGS, max_size=5),
+    form=_SECRET_FORMS,
+    after=st.lists(st.sampled_from(["--port", "8000", "--model", "/models/m"]), max_size=4),
+)
+def test_a_planted_canary_never_survives_and_scrubbing_twice_changes_nothing(
+    before: list[str], form: list[str], after: list[str]
+) -> None:
+    from vllm_evidence._scrub import scrub_argv
+
+    shown = scrub_argv([*before, *form, *after])
+    assert not any(_CANARY in arg for arg in shown)
+    assert scrub_argv(shown) == shown
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_SAFE_ARGS, max_size=12))
+def test_a_command_line_without_a_secret_is_kept_as_it_is(argv: list[str]) -> None:
+    from vllm_evidence._scrub import scrub_argv
+
+    assert scrub_argv(argv) == argv

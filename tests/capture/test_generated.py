@@ -72,10 +72,12 @@ def test_a_closing_metrics_answer_is_the_closing_bracket_only() -> None:
 
 
 def test_the_target_is_cleaned_like_a_probes() -> None:
-    batch = _answered_batch("http://user:pw@127.0.0.1:8000/prefix/", ANSWERS)
+    batch = _answered_batch("http://127.0.0.1:08000/prefix/", ANSWERS)
     assert batch.target == "http://127.0.0.1:8000/prefix"
     with pytest.raises(InputError):
         _answered_batch("ftp://127.0.0.1:1", ANSWERS)
+    with pytest.raises(InputError, match="user information"):
+        _answered_batch("http://user:pw@127.0.0.1:8000/prefix/", ANSWERS)
 
 
 def test_a_generated_batch_sent_nothing() -> None:

@@ -110,7 +110,7 @@ def _fake_collector(proc: Path, pid: int) -> str:
         (["vllm", "serve", "m", "--api-key", "sk-1"], ["vllm", "serve", "m", "--api-key", "***"]),
         (["vllm", "serve", "--api-key=sk-1"], ["vllm", "serve", "--api-key=***"]),
         (["x", "--hf-token", "t", "--port", "8000"], ["x", "--hf-token", "***", "--port", "8000"]),
-        (["x", "--ssl-keyfile", "k.pem"], ["x", "--ssl-keyfile", "***"]),
+        (["x", "--ssl-keyfile", "k.pem"], ["x", "--ssl-keyfile", "k.pem"]),  # a path
         (["x", "--model", "/m"], ["x", "--model", "/m"]),
     ],
 )

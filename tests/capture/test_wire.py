@@ -22,6 +22,7 @@ from vllm_evidence.capture._wire import (
     ProbeClient,
     ProtocolError,
     Reply,
+    Sends,
     server_address,
 )
 from vllm_evidence.errors import InputError
@@ -226,6 +227,156 @@ def test_an_answer_cut_short_is_an_error() -> None:
 
     (error,), _ = _get(script)
     assert isinstance(error, RemoteProtocolError | EOFError), error
+
+
+# --- one retry, only on a reused connection ------------------------------------------
+
+OK = b"HTTP/1.1 200 OK\r\ncontent-length: 2\r\n\r\nok"
+
+
+def _reset(writer: asyncio.StreamWriter) -> None:
+    """End the connection with a TCP reset (no FIN)."""
+    import socket
+    import struct
+
+    sock = writer.transport.get_extra_info("socket")
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    writer.transport.abort()
+
+
+def _answers_once_then(failure: str) -> Script:
+    """Answers a connection's first request; on its second, ``failure``: ``close`` (read
+    it, hang up), ``reset`` (read it, reset), ``silent`` (read it, say nothing until the
+    client hangs up) or ``half`` (read it, send half an answer, hang up)."""
+
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if not await _request(reader):
+            return
+        writer.write(OK)
+        await writer.drain()
+        if not await _request(reader):
+            return
+        if failure == "reset":
+            _reset(writer)
+        elif failure == "silent":
+            await reader.read()  # until the client closes its side
+        elif failure == "half":
+            writer.write(b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\n\r\nhal")
+            await writer.drain()
+
+    return script
+
+
+def _sends(
+    script: Script, *, paths: tuple[str, ...], pause_s: float = 0.0, limit_s: float = 20.0
+) -> tuple[list[tuple[object, int]], int]:
+    """Each GET's outcome (a body or the exception) and how many times it was put on the
+    wire, on one client with a short reuse deadline; and the connections accepted."""
+
+    async def run(target: str) -> list[tuple[object, int]]:
+        address = server_address(target)
+        out: list[tuple[object, int]] = []
+        async with ProbeClient(reuse_silence_s=0.2) as client:
+            client.acquire(address)
+            for path in paths:
+                sends = Sends()
+                try:
+                    reply = await asyncio.wait_for(
+                        client.get(address, path, HEADERS, max_body_bytes=100, sends=sends),
+                        limit_s,
+                    )
+                    out.append((reply.body, sends.count))
+                except (OSError, EOFError, ProtocolError, TimeoutError) as exc:
+                    out.append((type(exc), sends.count))
+                await asyncio.sleep(pause_s)
+            client.release(address)
+        return out
+
+    return asyncio.run(asyncio.wait_for(_serve(script, run), 30))
+
+
+@pytest.mark.parametrize("failure", ["close", "reset", "silent"])
+def test_a_reused_connection_that_fails_before_answering_is_retried_once_on_a_new_one(
+    failure: str,
+) -> None:
+    outcomes, connections = _sends(_answers_once_then(failure), paths=("/a", "/b", "/c"))
+    # /b goes on /a's connection, fails, and goes once more on a new one; /c likewise
+    assert outcomes == [(b"ok", 1), (b"ok", 2), (b"ok", 2)]
+    assert connections == 3
+
+
+def test_a_reused_connection_that_answered_in_part_is_an_error_not_a_retry() -> None:
+    outcomes, connections = _sends(_answers_once_then("half"), paths=("/a", "/b"))
+    # the bytes that came are the server's answer, cut short: nothing is sent again
+    assert outcomes == [(b"ok", 1), (RemoteProtocolError, 1)]
+    assert connections == 1
+
+
+def test_a_kept_connection_known_closed_is_not_sent_on_and_not_counted() -> None:
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await _request(reader)
+        writer.write(OK)  # keep-alive framing, then hangs up at once
+        await writer.drain()
+
+    # the pause lets the client see the server's FIN before the next request
+    outcomes, connections = _sends(script, paths=("/a", "/b"), pause_s=0.1)
+    assert outcomes == [(b"ok", 1), (b"ok", 1)]
+    assert connections == 2
+
+
+def _fresh_then(failure: str) -> Script:
+    """The first connection answers one request then fails its second (``failure``);
+    every later connection fails its first request the same way."""
+    seen = 0
+
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        nonlocal seen
+        seen += 1
+        if seen == 1:
+            await _answers_once_then(failure)(reader, writer)
+            return
+        if not await _request(reader):
+            return
+        if failure == "reset":
+            _reset(writer)
+        elif failure == "silent":
+            await reader.read()
+
+    return script
+
+
+@pytest.mark.parametrize(
+    ("failure", "error"),
+    [("close", EOFError), ("reset", ConnectionResetError), ("silent", TimeoutError)],
+)
+def test_the_retry_on_a_new_connection_is_the_only_one(
+    failure: str, error: type[BaseException]
+) -> None:
+    outcomes, connections = _sends(_fresh_then(failure), paths=("/a", "/b"), limit_s=1.0)
+    # /b: once on the reused connection, once on a new one, whose failure stands (a
+    # silent new connection waits out the caller's time: no reuse deadline on it)
+    assert outcomes == [(b"ok", 1), (error, 2)]
+    assert connections == 2
+
+
+@pytest.mark.parametrize(
+    ("failure", "error"),
+    [("close", EOFError), ("reset", ConnectionResetError), ("silent", TimeoutError)],
+)
+def test_a_new_connection_that_fails_is_never_retried(
+    failure: str, error: type[BaseException]
+) -> None:
+    async def script(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if not await _request(reader):
+            return
+        if failure == "reset":
+            _reset(writer)
+        elif failure == "silent":
+            await reader.read()
+
+    outcomes, connections = _sends(script, paths=("/a", "/b"), limit_s=1.0)
+    assert outcomes == [(error, 1), (error, 1)]
+    assert connections == 2
 
 
 # --- hostile heads and bodies -------------------------------------------------------

@@ -33,7 +33,7 @@ from vllm_evidence.capture.http import probe_sync
 from vllm_evidence.errors import CaptureIntegrityError, InputError
 from vllm_evidence.testing.stub import serve_capture
 
-KEY = b"orchestrator-signing-key-0001"
+KEY = b"orchestrator-signing-key-0001-32b"  # a signing key has at least 32 bytes
 
 
 @pytest.fixture(scope="module")
@@ -232,7 +232,7 @@ def test_the_untouched_capture_verifies(signed: Path) -> None:
 
 def test_another_key_is_refused_naming_both_ids(signed: Path) -> None:
     with pytest.raises(CaptureIntegrityError, match=f"signed by key id {key_id(KEY)}, not by"):
-        read_capture(signed, verify_key=b"another key")
+        read_capture(signed, verify_key=b"another-key-of-thirty-two-bytes!")
 
 
 def test_a_bad_signature_is_refused(signed: Path, tmp_path: Path) -> None:
@@ -294,15 +294,19 @@ def test_an_unsigned_capture_says_so_and_is_refused_under_a_key(tmp_path: Path) 
         saved = tmp_path / "capture"
         assert _cli("probe", door.url, "--save", str(saved)).returncode == 0
     out = _cli("explain", str(saved))
-    provenance = out.stdout.splitlines()[2]
-    assert provenance.startswith("  provenance: capture directory ")
-    assert "unsigned" in provenance
+    # The report's head: the title, the answer (wrapped), the subject, then provenance.
+    words = " ".join(out.stdout.split())
+    assert (
+        " subject: serving (the process behind the front door) provenance: capture directory "
+        in words
+    )
+    assert "unsigned" in words.split("provenance:", 1)[1].split("parallel layout", 1)[0]
     document = json.loads(_cli("explain", str(saved), "--json").stdout)
     source = document["front_door"]["source"]
     assert source["origin"] == "loaded"
     assert source["provenance"]["kind"] == "unsigned"
     assert "unsigned" in source["provenance"]["description"]
-    refused = _cli("explain", str(saved), "--verify-key-env", "SIGN", env={"SIGN": "k"})
+    refused = _cli("explain", str(saved), "--verify-key-env", "SIGN", env={"SIGN": "k" * 32})
     assert refused.returncode == 2
     assert "unsigned, but a signature by key id" in refused.stderr
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from typing import Any
 
@@ -77,15 +76,11 @@ def register(subparsers: Any) -> None:
 
 
 def _verify_key(args: argparse.Namespace) -> bytes | None:
-    from vllm_evidence.errors import InputError
+    from vllm_evidence.capture._signing import environment_key
 
     if args.verify_key_env is None:
         return None
-    value = os.environ.get(args.verify_key_env)
-    if not value:
-        msg = f"--verify-key-env: environment variable {args.verify_key_env} is not set"
-        raise InputError(msg)
-    return value.encode("utf-8", "surrogateescape")
+    return environment_key("--verify-key-env", args.verify_key_env)
 
 
 def run(args: argparse.Namespace) -> int:

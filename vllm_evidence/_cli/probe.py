@@ -30,12 +30,18 @@ examples:
 
 With several servers, --json prints one line per server as each one finishes (each line
 names its "target"; lines of several runs concatenate into one fleet), and the table
-lists the servers in the order given.  Memory is bounded by --concurrency, not by the
-number of servers.  Each server read at once holds up to six connections: a
---concurrency the open-file limit (ulimit -n) cannot hold is lowered, with a note on
-stderr.  For a fleet beyond one process, shard the list and run one probe per
-shard: split -n l/4 fleet.txt shard. && for f in shard.*; do vllm-evidence probe
---targets "$f" --json > "$f.jsonl" & done; wait; cat shard.*.jsonl > fleet.jsonl
+lists the servers in the order given.  No server slows another: every request runs
+on one event loop under its own --timeout, and a server's answers are parsed and
+assessed after, in a worker process, so a server whose bodies are costly to parse
+delays only its own result.  Memory is bounded in all, not per server: the response
+bodies of every server, being read or waiting to be assessed, stay within
+--memory-budget (1024 MiB by default); a request that would pass it waits before it is
+sent (its --timeout does not count the wait) and is never refused.  Each server read
+at once holds up to six connections: a --concurrency the open-file limit (ulimit -n)
+cannot hold is lowered, with a note on stderr.  For a fleet beyond one process, shard
+the list and run one probe per shard: split -n l/4 fleet.txt shard. && for f in
+shard.*; do vllm-evidence probe --targets "$f" --json > "$f.jsonl" & done; wait; cat
+shard.*.jsonl > fleet.jsonl
 
 Only GET requests are sent, only to /version, /v1/models, /metrics, /health and (unless
 --no-development-routes) /server_info and /get_world_size.  The API key is sent as a
@@ -99,6 +105,15 @@ def register(subparsers: Any) -> None:
         metavar="N",
         help="servers probed at once (default 64)",
     )
+    parser.add_argument(
+        "--memory-budget",
+        type=int,
+        default=None,
+        metavar="MIB",
+        help="with several servers: the response bodies all of them may hold at once, "
+        "being read or waiting to be assessed (default 1024; at least 80, one server's "
+        "worst case); a server that would pass it waits, it is never refused",
+    )
     parser.add_argument("--save", metavar="DIR", help="write the capture directory (or dirs)")
     parser.add_argument(
         "--sign-key-env",
@@ -116,6 +131,8 @@ def register(subparsers: Any) -> None:
 
 #: The largest key file read (an API key is one short line).
 _KEY_FILE_LIMIT = 64 * 1024
+#: The largest ``--targets`` list read (a million URLs of 60 characters).
+_TARGETS_LIMIT = 64 * 1024 * 1024
 
 
 def _api_key(args: argparse.Namespace) -> str | None:
@@ -125,23 +142,22 @@ def _api_key(args: argparse.Namespace) -> str | None:
     if args.api_key_env:
         value = os.environ.get(args.api_key_env)
         if not value:
-            msg = f"--api-key-env: environment variable {args.api_key_env} is not set"
+            state = "is not set" if value is None else "is empty"
+            msg = f"--api-key-env: environment variable {args.api_key_env} {state}"
             raise InputError(msg)
         return value.strip()
     if args.api_key_file:
+        from vllm_evidence.capture._files import NamedFileError, read_named_file
+
         try:
-            # A key is one short line: read a bounded prefix, so /dev/zero or a huge file
-            # is refused instead of filling memory.
-            with Path(args.api_key_file).open("rb") as handle:
-                raw = handle.read(_KEY_FILE_LIMIT + 1)
-            if len(raw) > _KEY_FILE_LIMIT:
-                msg = (
-                    f"--api-key-file: {args.api_key_file} is larger than "
-                    f"{_KEY_FILE_LIMIT} bytes; a key file holds one key"
-                )
-                raise InputError(msg)
+            # A key is one short line: a regular file read to a bounded size, so
+            # /dev/zero, a FIFO or a huge file is refused instead of waited on or read.
+            raw = read_named_file(args.api_key_file, _KEY_FILE_LIMIT, what="--api-key-file")
             text = raw.decode("utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
+        except NamedFileError as exc:
+            msg = f"--api-key-file: cannot read {args.api_key_file}: {exc.problem}"
+            raise InputError(msg) from None
+        except UnicodeDecodeError as exc:
             msg = f"--api-key-file: cannot read {args.api_key_file}: {type(exc).__name__}"
             raise InputError(msg) from None
         lines = [line for line in text.strip().splitlines() if line.strip()]
@@ -172,11 +188,20 @@ def _targets(args: argparse.Namespace) -> list[str]:
     urls = list(args.urls)
     if args.targets is None:
         return urls
+    from vllm_evidence.capture._files import NamedFileError, read_named_file
+
     try:
         if args.targets == "-":
-            text = sys.stdin.read()
+            raw = sys.stdin.buffer.read(_TARGETS_LIMIT + 1)
+            if len(raw) > _TARGETS_LIMIT:
+                msg = f"--targets: standard input holds more than {_TARGETS_LIMIT:,} bytes"
+                raise InputError(msg)
         else:
-            text = Path(args.targets).read_text(encoding="utf-8")
+            raw = read_named_file(args.targets, _TARGETS_LIMIT, what="--targets")
+        text = raw.decode("utf-8")
+    except NamedFileError as exc:
+        msg = f"--targets: cannot read {args.targets}: {exc.problem} (- reads standard input)"
+        raise InputError(msg) from None
     except (OSError, UnicodeDecodeError) as exc:
         msg = f"--targets: cannot read {args.targets}: {type(exc).__name__}"
         raise InputError(msg) from None
@@ -208,11 +233,9 @@ def _sign_key(args: argparse.Namespace) -> bytes | None:
     if not args.save:
         msg = "--sign-key-env signs a saved capture: give --save DIR"
         raise InputError(msg)
-    value = os.environ.get(args.sign_key_env)
-    if not value:
-        msg = f"--sign-key-env: environment variable {args.sign_key_env} is not set"
-        raise InputError(msg)
-    return value.encode("utf-8", "surrogateescape")
+    from vllm_evidence.capture._signing import environment_key
+
+    return environment_key("--sign-key-env", args.sign_key_env)
 
 
 def run(args: argparse.Namespace) -> int:

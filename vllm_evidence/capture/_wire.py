@@ -17,6 +17,16 @@ It reads no proxy or certificate settings from the environment, keeps no cookies
 follows no redirects: nothing it is not told.  Hostile servers: a response head is
 bounded (:data:`MAX_HEAD_BYTES`), a body is cut off at the caller's cap, and a
 connection that misbehaved in any way is closed, never reused.
+
+**One retry, only on a reused connection.**  A server may close a kept-alive connection
+between two requests (an idle timeout), reset it, or stop answering on it (a balancer
+that forgot it).  A GET sent on a reused connection that fails before any byte of its
+answer arrives — the connection ended or was reset, or no byte came within
+:data:`REUSE_SILENCE_S` — is sent once more, on a new connection.  Every request here is
+an idempotent GET, and none was answered, so nothing is read twice.  A GET on a new
+connection is never retried: its failure is the server's answer (a server that resets
+every new connection is unreachable, once per request).  :class:`Sends` counts how many
+times a request went on the wire, so that the request log says so.
 """
 
 from __future__ import annotations
@@ -37,10 +47,12 @@ from vllm_evidence.errors import InputError
 
 __all__ = [
     "MAX_HEAD_BYTES",
+    "REUSE_SILENCE_S",
     "LocalProtocolError",
     "ProbeClient",
     "ProtocolError",
     "Reply",
+    "Sends",
     "ServerAddress",
     "declared_too_large",
     "server_address",
@@ -49,6 +61,13 @@ __all__ = [
 #: The longest response head (and chunk-size or trailer line) read; a longer one is
 #: refused.
 MAX_HEAD_BYTES: Final = 64 * 1024
+
+#: How long a request sent on a reused kept-alive connection waits for the first byte of
+#: its answer before the connection is taken for dead and the request is sent once more
+#: on a new connection (seconds).  A front door that answered on this connection moments
+#: ago answers a GET's first byte in milliseconds; a slower one costs one repeated GET,
+#: logged as such, and its new connection waits for the rest of the request's time.
+REUSE_SILENCE_S: Final = 1.0
 
 _DEFAULT_PORT: Final = {"http": 80, "https": 443}
 
@@ -116,7 +135,27 @@ class Reply:
 
 
 class _StaleConnectionError(Exception):
-    """A kept-alive connection the server had closed before this request reached it."""
+    """Nothing at all came back on a connection: it ended, was reset (``error``), or
+    stayed silent past the reuse deadline (``silent``)."""
+
+    def __init__(self, error: Exception | None = None, *, silent: bool = False) -> None:
+        super().__init__()
+        self.error = error
+        self.silent = silent
+
+
+@final
+class Sends:
+    """How many times one :meth:`ProbeClient.get` put its request on the wire: 0 (it
+    never left: no connection, or refused before sending), 1, or 2 (a reused
+    connection failed before answering and the request went again on a new one).
+    The caller passes one in and reads it after the call, whatever the call raised
+    (a timeout included)."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
 
 
 #: How much one read takes from a plain socket (as asyncio's transports read).  Reads
@@ -180,9 +219,17 @@ class _Link:
         except ProtocolError as error:
             self._wake(error)
             return
-        # Nothing at all came back: a kept-alive connection the server had closed (the
-        # caller retries once on a new one), or a server that hung up on a new one.
-        self._wake(None if complete else _StaleConnectionError())
+        # Nothing at all came back: a kept-alive connection the server had closed or
+        # reset (the caller retries once on a new one), or a server that hung up on a
+        # new one (its answer).
+        self._wake(None if complete else _StaleConnectionError(exc))
+
+    def went_silent(self, reader: ResponseReader) -> None:
+        """The reuse deadline passed: if no byte of ``reader``'s answer came, the
+        connection is taken for dead (closed by the caller, never reused)."""
+        if self.reader is reader and not reader.received:
+            self.broken = True
+            self._wake(_StaleConnectionError(silent=True))
 
     def _wake(self, exc: BaseException | None) -> None:
         waiter = self.waiter
@@ -421,14 +468,21 @@ class ProbeClient:
     is built once, on the first ``https`` target.  Up to ``connections_per_server``
     connections per server are kept alive between requests; a server's are closed when
     the last probe using it ends (:meth:`release`), so what is open is bounded by the
-    servers being read at once, not by the servers read so far.  Use it as an async
-    context manager, or :meth:`aclose` it.
+    servers being read at once, not by the servers read so far.  ``reuse_silence_s`` is
+    how long a request on a reused connection waits for a first byte before it is sent
+    again on a new connection (:data:`REUSE_SILENCE_S`).  Use it as an async context
+    manager, or :meth:`aclose` it.
     """
 
     def __init__(
-        self, *, verify: bool | ssl.SSLContext = True, connections_per_server: int = 9
+        self,
+        *,
+        verify: bool | ssl.SSLContext = True,
+        connections_per_server: int = 9,
+        reuse_silence_s: float = REUSE_SILENCE_S,
     ) -> None:
         self._verify = verify
+        self._reuse_silence_s = reuse_silence_s
         self._context: ssl.SSLContext | None = (
             verify if isinstance(verify, ssl.SSLContext) else None
         )
@@ -545,6 +599,7 @@ class ProbeClient:
         max_body_bytes: int,
         new_connection: bool = False,
         on: object = None,
+        sends: Sends | None = None,
     ) -> Reply:
         """GET ``path`` (already checked: the base path then a closed route's target)
         from ``address`` with ``headers`` after ``Host``.  Raises :class:`OSError`,
@@ -557,28 +612,54 @@ class ProbeClient:
         balancer in front does with each: a per-connection one (a Kubernetes Service,
         an L4 balancer) chooses again for a new connection only; a per-request one
         (nginx, Envoy) chooses again for every request, on a kept-alive connection too.
+
+        A request on a reused connection that gets no byte back (the connection ended,
+        was reset, or stayed silent for ``reuse_silence_s``) is sent once more on a new
+        connection; one on a new connection is never sent twice.  ``sends`` counts
+        what went on the wire (:class:`Sends`).
         """
         request = request_bytes(path, address.authority, headers)
-        kept = self._idle.get(address.key)
-        same = next((c for c in kept or () if c is on), None) if on is not None else None
-        if same is not None and kept is not None:
-            kept.remove(same)
+        count = sends if sends is not None else Sends()
+        reused = self._idle_connection(address, on=on, new_connection=new_connection)
+        if reused is not None:
             try:
-                return await self._exchange(same, address, request, max_body_bytes)
+                return await self._exchange(
+                    reused, address, request, max_body_bytes, count, reused=True
+                )
             except _StaleConnectionError:
-                pass
-        while kept and not new_connection:
-            connection = kept.pop()
-            try:
-                return await self._exchange(connection, address, request, max_body_bytes)
-            except _StaleConnectionError:
-                continue
+                pass  # nothing came back: once more, on a new connection
         connection = await self._connect(address)
         try:
-            return await self._exchange(connection, address, request, max_body_bytes)
-        except _StaleConnectionError:
+            return await self._exchange(
+                connection, address, request, max_body_bytes, count, reused=False
+            )
+        except _StaleConnectionError as stale:
+            if isinstance(stale.error, OSError):
+                raise stale.error from None  # a reset: named as the socket named it
             msg = "the server closed the connection without answering"
             raise EOFError(msg) from None
+
+    def _idle_connection(
+        self, address: ServerAddress, *, on: object, new_connection: bool
+    ) -> _Connection | None:
+        """The kept-alive connection a request goes on (``on`` first), or ``None`` for a
+        new one.  One already known to be closed is discarded here: nothing was sent on
+        it, so taking the next is no retry."""
+        kept = self._idle.get(address.key)
+        if not kept:
+            return None
+        if on is not None and any(c is on for c in kept):
+            same = next(c for c in kept if c is on)
+            kept.remove(same)
+            if same.intact():
+                return same
+            self._discard(same)
+        while kept and not new_connection:
+            connection = kept.pop()
+            if connection.intact():
+                return connection
+            self._discard(connection)
+        return None
 
     async def _exchange(
         self,
@@ -586,17 +667,29 @@ class ProbeClient:
         address: ServerAddress,
         request: bytes,
         max_body_bytes: int,
+        sends: Sends,
+        *,
+        reused: bool,
     ) -> Reply:
         """One request and its answer on ``connection``; the connection is kept for the
-        next request only when the answer ended cleanly and may be followed by another."""
+        next request only when the answer ended cleanly and may be followed by another.
+        On a ``reused`` connection, no byte within the reuse deadline is
+        :class:`_StaleConnectionError`."""
         if not connection.intact():
             self._discard(connection)
             raise _StaleConnectionError
         reader = ResponseReader(max_head_bytes=MAX_HEAD_BYTES, max_body_bytes=max_body_bytes)
-        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
         connection.reader = reader
         connection.waiter = waiter
+        deadline = (
+            loop.call_later(self._reuse_silence_s, connection.went_silent, reader)
+            if reused
+            else None
+        )
         try:
+            sends.count += 1
             connection.send(request)
             await waiter
             return Reply(
@@ -607,6 +700,8 @@ class ProbeClient:
                 connection=connection,
             )
         finally:
+            if deadline is not None:
+                deadline.cancel()
             connection.reader = None
             connection.waiter = None
             kept = self._idle.setdefault(address.key, [])

@@ -28,6 +28,7 @@ from vllm_evidence.upstream.routes import Route
 __all__ = [
     "NOT_SENT_DETAILS",
     "RECORDED_HEADERS",
+    "SENT_TWICE_DETAIL",
     "CaptureBatch",
     "CaptureOrigin",
     "Exchange",
@@ -42,6 +43,15 @@ __all__ = [
 NOT_SENT_DETAILS: Final = (
     "the batch deadline passed before this request was sent",
     "(the request could not be formed)",
+)
+
+#: The end of the ``detail`` of an exchange whose request went on the wire twice: it was
+#: sent on a reused kept-alive connection that ended, was reset or stayed silent before
+#: any byte of an answer, then once more on a new connection (the probe writes it).  The
+#: exchange is what the second one read; the request log has both lines.
+SENT_TWICE_DETAIL: Final = (
+    "(sent twice: a kept-alive connection ended or went silent before answering, "
+    "then a new one carried it)"
 )
 
 #: Response headers kept in a capture (lower-case).  Nothing else is recorded.
@@ -389,19 +399,24 @@ class CaptureBatch(Sealed):
         The path is the target's base path followed by the closed route's own target,
         exactly as sent (``("GET", "/prefix/metrics")``).  An exchange whose request
         never left (the batch deadline had passed, or the request could not be formed;
-        :data:`NOT_SENT_DETAILS`) has no line.  It is derived from the exchanges, so a
-        saved and loaded batch gives the same lines; a batch the test kit generated
-        (:attr:`CaptureOrigin.GENERATED`) sent nothing and has none.
+        :data:`NOT_SENT_DETAILS`) has no line; one whose request was sent again on a new
+        connection after a kept-alive one failed before answering
+        (:data:`SENT_TWICE_DETAIL`) has its line twice, one after the other.  It is
+        derived from the exchanges, so a saved and loaded batch gives the same lines; a
+        batch the test kit generated (:attr:`CaptureOrigin.GENERATED`) sent nothing and
+        has none.
         """
         if self.origin is CaptureOrigin.GENERATED:
             return ()
         base = "/" + self.target.partition("://")[2].partition("/")[2]
         base = base.rstrip("/")
-        return tuple(
-            (e.route.method, base + e.route.target)
-            for e in self.all_exchanges()
-            if not any(e.detail.endswith(d) for d in NOT_SENT_DETAILS)
-        )
+        lines: list[tuple[str, str]] = []
+        for e in self.all_exchanges():
+            if any(e.detail.endswith(d) for d in NOT_SENT_DETAILS):
+                continue
+            line = (e.route.method, base + e.route.target)
+            lines += [line, line] if e.detail.endswith(SENT_TWICE_DETAIL) else [line]
+        return tuple(lines)
 
     def exchange(self, route: Route) -> Exchange | None:
         """The exchange for a non-bracket route, or ``None`` when it was not requested."""

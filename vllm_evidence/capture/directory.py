@@ -45,9 +45,11 @@ from vllm_evidence.capture._files import (
     listing,
     names_text,
     open_dir,
+    open_regular,
     plain_name,
     read_file,
 )
+from vllm_evidence.capture._signing import check_key
 from vllm_evidence.capture.batch import (
     CaptureBatch,
     CaptureOrigin,
@@ -130,9 +132,8 @@ def save(
     if not parent.is_dir():
         msg = f"{parent} is not a directory"
         raise InputError(msg)
-    if sign_key is not None and not sign_key:
-        msg = "the signing key is empty"
-        raise InputError(msg)
+    if sign_key is not None:
+        check_key(sign_key)  # at least 32 bytes, before anything is written
     staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=parent))
     try:
         saved_log = None
@@ -167,8 +168,11 @@ def _copy_log(source: Path, target: Path) -> SavedLog:
     """Copy a startup log, digesting what was copied."""
     digest = hashlib.sha256()
     size = 0
+    # A regular file only, opened without blocking: a FIFO or /dev/zero is refused, not
+    # waited on or copied forever.
+    fd = open_regular(source, "startup log")
     try:
-        with source.open("rb") as src, target.open("xb") as dst:
+        with os.fdopen(fd, "rb") as src, target.open("xb") as dst:
             while chunk := src.read(1 << 20):
                 digest.update(chunk)
                 size += len(chunk)
@@ -413,6 +417,8 @@ def read_capture(
     then refused, as there is nothing signed.
     """
     path = Path(directory)
+    if verify_key is not None:
+        check_key(verify_key)  # a short key is refused before the directory is read
     if not path.is_dir():
         msg = f"{path}: not a directory"
         raise InputError(msg)

@@ -16,7 +16,8 @@ without a verified signature, an evidence document); the front door gives no obs
 incarnation marker (unreachable, only errors, caller-assembled bodies, the marker
 absent, several processes behind its URL, or processes not counted in a capture saved
 before the twin reads) or restarted during the batch; no
-witness; a witness without a start time (no ``/proc`` where it ran); and the witness's
+witness; a witness whose log is incomplete (the launcher could not write it past some
+byte); a witness without a start time (no ``/proc`` where it ran); and the witness's
 contradictions (start time, log digest, launch, pid).  This decision is the only way
 log evidence reaches a claim about the serving process.
 """
@@ -87,6 +88,11 @@ class LogJoinReason(enum.Enum):
     """The marker changed during the batch: there is no one process to join."""
     NO_WITNESS = "no_witness"
     """No launch receipt: nothing observed ties the log to the process."""
+    LOG_INCOMPLETE = "log_incomplete"
+    """The receipt says the launcher could not write the log past some byte (its
+    ``log_write_failure``): the log is not the whole of what the launch printed — a
+    worker's death or the engine's fatal error may be in what was lost — so it joins
+    nothing."""
     WITNESS_WITHOUT_START_TIME = "witness_without_start_time"
     """The receipt carries no start time (the launcher had no ``/proc``)."""
     START_TIME_CONTRADICTED = "start_time_contradicted"
@@ -189,6 +195,10 @@ _REMEDIES = {
     LogJoinReason.NO_WITNESS: (
         "start vLLM through `vllm-evidence launch --receipt FILE --log FILE -- vllm serve …` "
         "and give --receipt FILE"
+    ),
+    LogJoinReason.LOG_INCOMPLETE: (
+        "launch again where the log can be written whole (space on its file system, a "
+        "writable --log path), and give that launch's log and receipt"
     ),
     LogJoinReason.WITNESS_WITHOUT_START_TIME: (
         "launch where /proc is readable, so the receipt carries the start time"
@@ -383,6 +393,14 @@ def decide_log_join(evidence: Evidence) -> LogJoinDecision:
             LogJoinReason.NO_WITNESS,
             "no launch receipt: nothing observed ties the log to the process behind the "
             "front door (an identical replica prints the same version and configuration)",
+            marker,
+        )
+    failure = receipt.log_write_failure
+    if failure is not None:
+        return refuse(
+            LogJoinReason.LOG_INCOMPLETE,
+            f"the launcher could not write the log past byte {failure.at_byte:,} "
+            f"({failure.error}): the log is not whole and joins nothing",
             marker,
         )
     if receipt.process_start_seconds is None:

@@ -1,8 +1,9 @@
 """Reading an evidence document defensively: bounded, strict JSON and typed fields.
 
-The text is bounded in size and nesting before the recursive JSON parser runs; floats,
-non-numbers, huge integers and duplicate keys are refused; every field is read with its
-type (and, for counts, its lower bound) checked.  Any breach is an
+The text is bounded in size, then read by the package's one strict JSON reader
+(:func:`vllm_evidence.capture._strict_json.strict_loads`: nesting bounded before the
+recursive parser runs; floats, non-numbers, huge integers and duplicate keys refused);
+every field is read with its type (and, for counts, its lower bound) checked.  Any breach is an
 :class:`~vllm_evidence.errors.InputError` naming where in the document it is.
 """
 
@@ -10,12 +11,11 @@ from __future__ import annotations
 
 import base64
 import binascii
-import json
-import re
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, NoReturn, TypeVar
 
+from vllm_evidence.capture._strict_json import StrictJsonError, strict_loads
 from vllm_evidence.errors import InputError
 from vllm_evidence.rederive._write import OLD_SCHEMAS, SCHEMA
 from vllm_evidence.upstream.routes import Route
@@ -39,46 +39,6 @@ def _malformed(where: str, what: str) -> NoReturn:
     raise InputError(msg)
 
 
-# A string (the unrolled-loop form: linear, no backtracking) or one bracket.
-_STRUCTURE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]', re.DOTALL)
-
-
-def _check_depth(text: str) -> None:
-    """Refuse nesting deeper than :data:`MAX_DEPTH` before the recursive JSON parser runs."""
-    depth = 0
-    for match in _STRUCTURE.finditer(text):
-        bracket = match.group()
-        if bracket in ("[", "{"):
-            depth += 1
-            if depth > MAX_DEPTH:
-                _malformed("document", f"nested deeper than {MAX_DEPTH} levels")
-        elif bracket in ("]", "}"):
-            depth -= 1
-
-
-def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            _malformed("document", f"duplicate key {key!r}")
-        result[key] = value
-    return result
-
-
-def _bounded_int(text: str) -> int:
-    if len(text) > _MAX_INT_CHARS:
-        _malformed("document", f"an integer of {len(text)} digits")
-    return int(text)
-
-
-def _no_float(text: str) -> NoReturn:
-    _malformed("document", f"a non-integer number {text[:40]!r}")
-
-
-def _no_constant(text: str) -> NoReturn:
-    _malformed("document", f"the non-number {text!r}")
-
-
 def _parse(text: str | bytes, max_chars: int) -> dict[str, Any]:
     if isinstance(text, bytes):
         try:
@@ -89,19 +49,10 @@ def _parse(text: str | bytes, max_chars: int) -> dict[str, Any]:
         _malformed("document", f"not text but {type(text).__name__}")
     if len(text) > max_chars:
         _malformed("document", f"{len(text)} characters, over the limit of {max_chars}")
-    _check_depth(text)
     try:
-        value = json.loads(
-            text,
-            object_pairs_hook=_unique,
-            parse_int=_bounded_int,
-            parse_float=_no_float,
-            parse_constant=_no_constant,
-        )
-    except InputError:
-        raise
-    except (ValueError, RecursionError) as exc:
-        _malformed("document", f"not JSON ({exc})")
+        value = strict_loads(text, max_depth=MAX_DEPTH, max_int_chars=_MAX_INT_CHARS)
+    except StrictJsonError as exc:
+        _malformed("document", str(exc))
     if not isinstance(value, dict):
         _malformed("document", "not a JSON object")
     if value.get("schema") not in (SCHEMA, *OLD_SCHEMAS):
