@@ -300,7 +300,8 @@ TRIES = 24
 #: Launchers started at once.
 BATCH = 8
 #: A traceback frame of ``vllm_evidence.cli.main``: the launcher's own code had begun.
-_IN_MAIN = re.compile(r", in _?main$", re.MULTILINE)
+#: A frame of the package's own ``main`` (``<frozen site>``'s ``main`` is CPython's start-up).
+_IN_MAIN = re.compile(r'^  File "[^"]*vllm_evidence[^"]*", line \d+, in _?main$', re.MULTILINE)
 
 
 def _before_main(stderr: str) -> bool:

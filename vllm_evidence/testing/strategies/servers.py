@@ -31,7 +31,7 @@ from __future__ import annotations
 import io
 from collections.abc import Iterable
 from types import MappingProxyType
-from typing import final
+from typing import Any, final
 
 import attrs
 from hypothesis import strategies as st
@@ -113,6 +113,12 @@ class GeneratedServer:
             f"({len(self.log.text):,} bytes), start_time={self.start_time!r}, "
             f"mixed={self.mixed}, restarted={self.restarted})"
         )
+
+    def _repr_pretty_(self, printer: Any, cycle: bool) -> None:  # noqa: FBT001 - the protocol's
+        """The same short line for hypothesis's pretty printer (it reads attrs fields, not
+        ``__repr__``, unless a class says how to print itself)."""
+        del cycle
+        printer.text(repr(self))
 
     def readback(self, *, development_routes: bool = True) -> CapturedReadback:
         """The front door's readback (``readback_from_batch`` of :attr:`batch`); with
