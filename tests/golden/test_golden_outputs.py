@@ -68,7 +68,14 @@ def _compare(name: str, actual: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(actual, encoding="utf-8")
     assert path.exists(), f"no golden output {name}: record it (see the module docstring)"
-    assert actual == path.read_text(encoding="utf-8"), f"output of {name} changed"
+    expected = path.read_text(encoding="utf-8")
+    if name.endswith(".text"):
+        # The text report wraps at word boundaries before a machine's paths are
+        # normalised (a longer checkout path moves the breaks): the words and their
+        # order are the contract here; tests/output/test_report_width.py checks the wrap.
+        assert actual.split() == expected.split(), f"output of {name} changed"
+        return
+    assert actual == expected, f"output of {name} changed"
 
 
 LOGS = sorted(
