@@ -33,15 +33,15 @@ names its "target"; lines of several runs concatenate into one fleet), and the t
 lists the servers in the order given.  No server slows another: every request runs
 on one event loop under its own --timeout, and a server's answers are parsed and
 assessed after, in a worker process, so a server whose bodies are costly to parse
-delays only its own result.  Memory is bounded in all, not per server: the response
+cannot make another time out.  Memory is bounded in all, not per server: the response
 bodies of every server, being read or waiting to be assessed, stay within
---memory-budget (1024 MiB by default); a request that would pass it waits before it is
-sent (its --timeout does not count the wait) and is never refused.  Each server read
-at once holds up to six connections: a --concurrency the open-file limit (ulimit -n)
-cannot hold is lowered, with a note on stderr.  For a fleet beyond one process, shard
-the list and run one probe per shard: split -n l/4 fleet.txt shard. && for f in
-shard.*; do vllm-evidence probe --targets "$f" --json > "$f.jsonl" & done; wait; cat
-shard.*.jsonl > fleet.jsonl
+--memory-budget (1024 MiB by default; the command and its two workers take at most about
+512 MiB more); a request that would pass it waits before it is sent (its --timeout does
+not count the wait) and is never refused.  Each server read at once holds up to six
+connections: a --concurrency the open-file limit (ulimit -n) cannot hold is lowered,
+with a note on stderr.  For a fleet beyond one process, shard the list and run one
+probe per shard: split -n l/4 fleet.txt shard. && for f in shard.*; do vllm-evidence
+probe --targets "$f" --json > "$f.jsonl" & done; wait; cat shard.*.jsonl > fleet.jsonl
 
 Only GET requests are sent, only to /version, /v1/models, /metrics, /health and (unless
 --no-development-routes) /server_info and /get_world_size.  The API key is sent as a
