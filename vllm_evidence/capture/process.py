@@ -51,7 +51,6 @@ import functools
 import hashlib
 import math
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -81,8 +80,6 @@ __all__ = [
     "scrub_argv",
 ]
 
-#: Options whose value is a secret: the receipt shows ``***`` in its place.
-_SECRET_OPTION = re.compile(r"^--?[\w.-]*(?:key|token|secret|password|passwd)[\w.-]*$", re.I)
 
 #: The signals forwarded to the child.
 FORWARDED = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
