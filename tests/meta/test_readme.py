@@ -43,3 +43,45 @@ def test_the_readme_library_example_runs() -> None:
         with contextlib.redirect_stdout(out):
             exec(compile(code, "README.md", "exec"), {})  # noqa: S102  # our own README
     assert out.getvalue() == "4194304 established\n"
+
+
+def test_ci_checks_on_the_demo_match_what_the_demo_prints() -> None:
+    """`.ci/run` greps the wheel's demo output; a report wording change must move them both.
+
+    Session 11 renamed the report's claim titles and left `.ci/run` grepping the old
+    wording: the suite passed and CI failed.  Each pattern here is read from `.ci/run` and
+    applied, as grep would, to the demo's real output.
+    """
+    import re
+    import subprocess
+    import sys
+
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    checks = re.findall(r"""grep -(E?)q '([^']+)' <<<"\$demo_out\"""", ci)
+    assert len(checks) >= 2, "the wheel step no longer checks the demo's output"
+    demo = subprocess.run(
+        [sys.executable, "-m", "vllm_evidence", "demo"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=120,
+        env={"NO_COLOR": "1", "PATH": "/usr/bin:/bin"},
+    )
+    assert demo.returncode == 0, demo.stderr
+    lines = demo.stdout.splitlines()
+    for extended, pattern in checks:
+        # Both patterns are anchored lines; basic and extended syntax agree on them
+        # but for '+', which only -E makes a repetition.
+        regex = pattern if extended else pattern.replace("+", r"\+")
+        assert any(re.search(regex, line) for line in lines), (pattern, demo.stdout[:2000])
+
+
+def test_the_ci_demo_check_refuses_a_report_without_the_claim() -> None:
+    """The other direction: the check's pattern does not match a refused layout."""
+    import re
+
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    (pattern,) = re.findall(r"""grep -Eq '([^']*parallel layout[^']*)'""", ci)
+    assert re.search(pattern, "  parallel layout        established")
+    assert not re.search(pattern, "  parallel layout        refused (ranks_unattributed)")
+    assert not re.search(pattern, "  parallel realization   ESTABLISHED")
