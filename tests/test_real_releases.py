@@ -28,14 +28,15 @@ from vllm_evidence.decisions import (
     JoinUnestablished,
     ParallelEstablished,
 )
-from vllm_evidence.decisions._parallel_configuration import (
+from vllm_evidence.output.startup_log import render_startup_log
+from vllm_evidence.readback.executor import resolve_executor
+from vllm_evidence.readback.parallel import (
     ResolvedParallel,
     global_rank,
     independent_engines,
     resolve_from_log,
     stated_engines,
 )
-from vllm_evidence.output.startup_log import render_startup_log
 
 REAL = Path(__file__).resolve().parent / "fixtures" / "real"
 #: ``scripts/live-vllm check --release X`` sets this to the ``vllm-X-cpu`` directory it has
@@ -266,9 +267,10 @@ def test_the_0_8_5_log_is_read_as_v0_on_cpu() -> None:
     config = launch.engine_config
     assert config is not None
     assert (config.engine, config.version_text) == ("v0", "0.8.5")
-    assert launch.executor_backend is not None
-    assert launch.executor_backend.value == "mp"
-    assert [o.marker.value for o in launch.executor_evidence] == ["cpu_fallback_line"]
+    executor = resolve_executor(launch)
+    assert executor.backend is not None
+    assert executor.backend.value == "mp"
+    assert [o.marker.value for o in executor.evidence] == ["cpu_fallback_line"]
     (blocks,) = launch.blocks
     assert (blocks.device, blocks.device_blocks.value) == ("cpu", 65536)
     join = _assessment("vllm-0.8.5-cpu/tp1").front_door_join

@@ -6,7 +6,7 @@ The main entry points, imported lazily (``import vllm_evidence`` stays cheap)::
 
     batch = probe_sync("http://127.0.0.1:8000")          # GET only, one bracketed batch
     log = read_startup_log("vllm.log")                   # StartupLog | LogReadFailure
-    assessment = assess(readback_from_batch(batch), log)  # five sealed decisions
+    assessment = assess(readback_from_batch(batch), log)  # six sealed decisions
 
 See :mod:`vllm_evidence.decisions` for the decision types and
 :mod:`vllm_evidence.upstream` for the version-scoped law table.

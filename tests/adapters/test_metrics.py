@@ -502,3 +502,36 @@ def test_blanks_before_a_sample_still_start_its_line() -> None:
     assert not isinstance(parsed, BodyParseFailure)
     assert parsed.process_start_time is not None
     assert str(parsed.process_start_time.seconds) == "17.5"
+
+
+def _engine_index(label: str | None) -> int | None:
+    labels = "" if label is None else f'engine="{label}",'
+    body = f'vllm:cache_config_info{{{labels}block_size="16"}} 1.0\n'.encode()
+    observed = parse_metrics(body)
+    assert isinstance(observed, MetricsObservation), observed
+    (series,) = observed.cache_config_info
+    assert series.engine == label
+    return series.engine_index
+
+
+@pytest.mark.parametrize(
+    ("label", "index"),
+    [
+        ("0", 0),
+        ("3", 3),
+        ("999999999999999999", 999_999_999_999_999_999),  # 18 digits: the most read
+        (None, None),  # V0 prints no engine label: no index (the decision reads engine 0)
+        ("1000000000000000000", None),  # 19 digits
+        ("03", None),  # vLLM prints str(index): never a leading zero
+        ("-3", None),
+        ("+3", None),
+        ("\u0663", None),  # a non-ASCII digit
+        ("", None),
+        ("x", None),
+        (" 3", None),
+    ],
+)
+def test_the_engine_label_is_read_as_the_index_vllm_prints(
+    label: str | None, index: int | None
+) -> None:
+    assert _engine_index(label) == index

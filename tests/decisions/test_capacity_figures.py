@@ -32,50 +32,62 @@ from vllm_evidence.decisions._capacity_figures import missing_ranges, v0_block_s
     [
         (0, set(), []),  # no engine resolved: nothing is missing
         (1, set(), ["0"]),
-        (1, {"0"}, []),
+        (1, {0}, []),
         (2, set(), ["0..1"]),  # a run of two is a range, not two singles
         (5, set(), ["0..4"]),
-        (5, {"0"}, ["1..4"]),  # a gap at the start
-        (5, {"4"}, ["0..3"]),  # a gap at the end
-        (5, {"2"}, ["0..1", "3..4"]),
-        (5, {"1", "3"}, ["0", "2", "4"]),  # single engines between figures
-        (5, {"0", "1", "2", "3", "4"}, []),
-        (5, {"0", "4"}, ["1..3"]),
-        (5, {"3", "4"}, ["0..2"]),
-        (5, {"0", "1"}, ["2..4"]),
+        (5, {0}, ["1..4"]),  # a gap at the start
+        (5, {4}, ["0..3"]),  # a gap at the end
+        (5, {2}, ["0..1", "3..4"]),
+        (5, {1, 3}, ["0", "2", "4"]),  # single engines between figures
+        (5, {0, 1, 2, 3, 4}, []),
+        (5, {0, 4}, ["1..3"]),
+        (5, {3, 4}, ["0..2"]),
+        (5, {0, 1}, ["2..4"]),
     ],
 )
-def test_missing_engines_are_runs_of_the_gaps(size: int, have: set[str], runs: list[str]) -> None:
+def test_missing_engines_are_runs_of_the_gaps(size: int, have: set[int], runs: list[str]) -> None:
     assert missing_ranges(size, have) == runs
 
 
 def test_a_figure_past_the_resolved_size_is_not_a_gap_boundary() -> None:
-    assert missing_ranges(5, {"7"}) == ["0..4"]
-    assert missing_ranges(5, {"5"}) == ["0..4"]
-    assert missing_ranges(5, {"2", "9"}) == ["0..1", "3..4"]
+    assert missing_ranges(5, {7}) == ["0..4"]
+    assert missing_ranges(5, {5}) == ["0..4"]
+    assert missing_ranges(5, {2, 9}) == ["0..1", "3..4"]
 
 
-def test_an_engine_name_that_is_not_a_small_decimal_is_not_a_figure() -> None:
-    # not a digit, a sign, a non-ASCII digit: none of them is engine 3
-    assert missing_ranges(5, {"x", "-3", "+3", "٣", ""}) == ["0..4"]
-    # "03" is engine 3 spelled with a zero (the set holds both spellings once each)
-    assert missing_ranges(5, {"03", "3"}) == ["0..2", "4"]
+@pytest.mark.parametrize("label", ["-3", "+3", "\u0663", "03", "", "1" + "0" * 18])
+def test_a_label_that_is_not_an_engine_index_is_no_figure_for_an_engine(label: str) -> None:
+    """An ``engine`` label vLLM would not print (not ``str(index)``, or past 18 digits)
+    names no engine: the adapter reads its ``engine_index`` as ``None``, so its figure is
+    one for an engine the source does not resolve (a conflict), never engine 3's."""
+    door = bundle(
+        version_body("0.32.0"),
+        server_info_json(dp=4),
+        cache_config_metrics(
+            *(f'engine="{i}",kv_cache_size_tokens="4096"' for i in range(4)),
+            f'engine="{label}",kv_cache_size_tokens="4096"',
+        ),
+    )
+    decision = assess(door).capacity
+    assert isinstance(decision, CapacityRefused)
+    assert decision.reason is CapacityReason.FIGURES_CONFLICT
+    assert decision.detail == (
+        f"the same source resolves 4 DP engine(s), but has capacity figures for engine(s) "
+        f"{label} past it"
+    )
 
 
-def test_an_engine_number_of_nineteen_digits_or_more_is_not_read() -> None:
+def test_the_largest_engine_index_read_bounds_a_run() -> None:
     size = 10**19
-    eighteen = "999999999999999999"  # 18 digits: read
-    assert missing_ranges(size, {eighteen}) == [
+    assert missing_ranges(size, {999_999_999_999_999_999}) == [
         "0..999999999999999998",
         "1000000000000000000..9999999999999999999",
     ]
-    nineteen = "1000000000000000000"  # 19 digits: never an engine of a real deployment
-    assert missing_ranges(size, {nineteen}) == ["0..9999999999999999999"]
 
 
 def test_runs_are_computed_without_listing_every_engine() -> None:
     # A size no list of engine names could hold is answered from the two figures.
-    assert missing_ranges(10**18, {"0", "5"}) == ["1..4", "6..999999999999999999"]
+    assert missing_ranges(10**18, {0, 5}) == ["1..4", "6..999999999999999999"]
 
 
 def test_engines_missing_past_the_world_bound_name_runs() -> None:

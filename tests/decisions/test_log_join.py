@@ -233,6 +233,15 @@ def test_a_target_without_a_port_is_read_on_its_schemes_default_port(
         assert f"but the probe read port {probed}" in refused.detail
 
 
+@pytest.mark.parametrize("printed", ["\u00b2", "'1'", "None", "1" * 19])
+def test_a_port_argument_that_is_not_a_plain_number_contradicts_nothing(printed: str) -> None:
+    """The adapter reads ``--port`` as a plain number or not at all: a superscript two
+    (which ``str.isdigit`` accepts and ``int`` refuses) once raised here."""
+    startup_log = _log(banner("0.32.0") + args(f"{{'port': {printed}}}") + engine_init(tp=1))
+    refused = _refused(assess(witnessed_door(DOOR), startup_log))
+    assert refused.reason is LogJoinReason.NO_WITNESS, refused
+
+
 def test_on_the_launchs_own_port_the_join_has_no_port_note() -> None:
     door = witnessed_door(DOOR)
     port = door.batch.target.rsplit(":", 1)[1]

@@ -21,7 +21,7 @@ from tests._evidence import (
 )
 from vllm_evidence.adapters.startup_log import Launch, StartupLog
 from vllm_evidence.decisions import ParallelEstablished, ParallelReason, ParallelRefused
-from vllm_evidence.decisions._parallel_configuration import (
+from vllm_evidence.readback.parallel import (
     ResolvedParallel,
     attribute,
     global_rank,

@@ -36,6 +36,7 @@ from vllm_evidence.decisions import (
     ParallelRefused,
 )
 from vllm_evidence.readback import readback_from_batch
+from vllm_evidence.readback.executor import resolve_executor
 from vllm_evidence.testing.strategies import (
     BACKENDS,
     RELEASES,
@@ -163,7 +164,7 @@ def test_the_backend_knob_is_the_backend_the_reader_decides(
     assert f"distributed_executor_backend={backend},".encode() in text
     log = read_startup_log(io.BytesIO(text))
     assert isinstance(log, StartupLog)
-    assert log.launches[-1].executor_backend is ExecutorBackend(backend)
+    assert resolve_executor(log.launches[-1]).backend is ExecutorBackend(backend)
 
 
 @SETTINGS

@@ -16,7 +16,7 @@ NAMES: dict[str, str] = {
     "laws": "laws --json (vllm-evidence.laws/3)",
     "audit": "audit-upstream --json (vllm-evidence.audit/3)",
     "capture-manifest": "manifest.json of a saved capture (vllm-evidence/capture-manifest/2)",
-    "launch-receipt": "what launch --receipt writes (vllm-evidence.launch-receipt/1)",
+    "launch-receipt": "what launch --receipt writes (vllm-evidence.launch-receipt/2)",
 }
 
 

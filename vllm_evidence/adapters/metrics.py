@@ -18,6 +18,7 @@ from typing import final
 
 import attrs
 
+from vllm_evidence._bounds import wire_int
 from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.adapters.failure import BodyParseFailure, fail
 from vllm_evidence.upstream.routes import Route
@@ -336,6 +337,15 @@ class CacheConfigSeries(Sealed):
     def engine(self) -> str | None:
         """The ``engine`` label (a DP engine index, ≥0.9.2), or ``None`` (V0)."""
         return self.label("engine")
+
+    @property
+    def engine_index(self) -> int | None:
+        """The ``engine`` label as the DP engine index vLLM prints (``str(index)``: ASCII
+        decimal digits, at most 18); ``None`` without the label (V0) or for any other
+        text, which names no engine."""
+        engine = self.engine
+        index = None if engine is None else wire_int(engine)
+        return index if index is not None and str(index) == engine else None
 
 
 _mint_series = minter(CacheConfigSeries, CacheConfigSeries.__attrs_init__)

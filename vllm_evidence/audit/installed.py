@@ -5,7 +5,8 @@
 compares with the laws.  It is exercised against a real vLLM by ``scripts/audit-upstream``
 (run by ``.ci/run``), not by the unit tests, which have no vLLM (they read
 :func:`app_routes` alone, on route objects of both FastAPI shapes); mutation testing
-leaves this module out for that reason (see ``docs/mutation.md``).
+leaves this module out for that reason (see ``do_not_mutate`` in ``[tool.mutmut]`` of
+``pyproject.toml``).
 """
 
 from __future__ import annotations

@@ -20,7 +20,7 @@ import attrs
 
 from vllm_evidence._bounds import MAX_WORLD_SIZE
 from vllm_evidence._seal import Sealed, minter
-from vllm_evidence.adapters.metrics import MetricsObservation
+from vllm_evidence.adapters.metrics import CacheConfigSeries, MetricsObservation
 from vllm_evidence.adapters.startup_log import (
     BlocksObservation,
     CapacityFormat,
@@ -28,9 +28,9 @@ from vllm_evidence.adapters.startup_log import (
     Launch,
     ProcessTag,
 )
-from vllm_evidence.decisions._parallel_configuration import ResolvedParallel, resolve_from_log
 from vllm_evidence.measure import BlockCount, Concurrency, MeasureParseFailure, TokenCount
 from vllm_evidence.readback.evidence import Evidence, Source, log_source, route_source
+from vllm_evidence.readback.parallel import ResolvedParallel, resolve_from_log
 from vllm_evidence.upstream import CapacitySource
 
 __all__ = [
@@ -59,6 +59,9 @@ class EngineCapacity(Sealed):
 
     engine: str
     """The DP engine index as vLLM names it (``"0"``)."""
+    engine_index: int | None
+    """That index as a number; ``None`` when the source's text names no index (an
+    ``engine`` label that is not ``str(index)``)."""
     tokens: TokenCount
     max_concurrency: Concurrency | None
     max_model_len: TokenCount | None
@@ -77,9 +80,17 @@ _mint_engine = minter(EngineCapacity, EngineCapacity.__attrs_init__)
 
 def engine_of(process: ProcessTag | None) -> str:
     """The DP engine a log line names, as the ``engine`` label spells it (else ``"0"``)."""
-    if process is None or process.dp_engine is None:
-        return "0"
-    return str(process.dp_engine)
+    return str(_engine_index(process))
+
+
+def _engine_index(process: ProcessTag | None) -> int:
+    """The DP engine a log line's tag names (``EngineCore_DP1``), else 0."""
+    return 0 if process is None or process.dp_engine is None else process.dp_engine
+
+
+def _series_engine(series: CacheConfigSeries) -> tuple[str, int | None]:
+    """A series' engine as labelled and as an index: ``("0", 0)`` without the label (V0)."""
+    return ("0", 0) if series.engine is None else (series.engine, series.engine_index)
 
 
 def label_figures(
@@ -92,9 +103,11 @@ def label_figures(
             continue
         concurrency_text = series.label("kv_cache_max_concurrency")
         concurrency = Concurrency.parse(concurrency_text) if concurrency_text else None
+        engine, index = _series_engine(series)
         out.append(
             _mint_engine(
-                engine=series.engine or "0",
+                engine=engine,
+                engine_index=index,
                 tokens=tokens,
                 max_concurrency=concurrency if isinstance(concurrency, Concurrency) else None,
                 max_model_len=max_model_len,
@@ -106,13 +119,15 @@ def label_figures(
     return out
 
 
-def product_figures(metrics: MetricsObservation) -> list[tuple[str, BlockCount, TokenCount]]:
+def product_figures(
+    metrics: MetricsObservation,
+) -> list[tuple[CacheConfigSeries, BlockCount, TokenCount]]:
     out = []
     for series in metrics.cache_config_info:
         blocks = BlockCount.parse(series.label("num_gpu_blocks") or "")
         size = TokenCount.parse(series.label("block_size") or "")
         if isinstance(blocks, BlockCount) and isinstance(size, TokenCount):
-            out.append((series.engine or "0", blocks, size))
+            out.append((series, blocks, size))
     return out
 
 
@@ -124,6 +139,7 @@ def log_figures(launch: Launch) -> list[EngineCapacity]:
         out.append(
             _mint_engine(
                 engine=engine_of(obs.process),
+                engine_index=_engine_index(obs.process),
                 tokens=obs.tokens,
                 max_concurrency=obs.max_concurrency,
                 max_model_len=obs.max_model_len,
@@ -175,14 +191,7 @@ def figures_conflict(evidence: Evidence, figures: list[EngineCapacity]) -> str |
     size = resolved_dp(evidence, figures)
     if size is None:
         return None
-    extra = sorted(
-        {
-            f.engine
-            for f in figures
-            if not (f.engine.isascii() and f.engine.isdigit() and len(f.engine) < 19)
-            or int(f.engine) >= size
-        }
-    )
+    extra = sorted({f.engine for f in figures if f.engine_index is None or f.engine_index >= size})
     if not extra:
         return None
     return (
@@ -198,19 +207,19 @@ def missing_engines(
     size = resolved_dp(evidence, figures)
     if size is None:
         return []
-    have = {e.engine for e in engines}
+    have = {e.engine_index for e in engines if e.engine_index is not None}
     if size > MAX_WORLD_SIZE:
         return missing_ranges(size, have)
-    return [str(i) for i in range(size) if str(i) not in have]
+    return [str(i) for i in range(size) if i not in have]
 
 
-def missing_ranges(size: int, have: set[str]) -> list[str]:
+def missing_ranges(size: int, have: set[int]) -> list[str]:
     """The engines ``0 .. size - 1`` not in ``have``, as ``"a"`` or ``"a..b"`` runs.
 
     For a DP size past any real deployment: the runs are computed from the engines
     that do have a figure, never by listing ``size`` engines.
     """
-    present = sorted(int(e) for e in have if e.isascii() and e.isdigit() and len(e) < 19)
+    present = sorted(have)
     runs: list[str] = []
     start = 0
     for engine in [*(e for e in present if e < size), size]:
@@ -245,6 +254,7 @@ def v0_engine(
     pair = derived[0] if derived is not None else None
     return _mint_engine(
         engine=engine_of(block.process),
+        engine_index=_engine_index(block.process),
         tokens=block.device_blocks.times_block_size(size),
         max_concurrency=pair.max_concurrency if pair is not None else None,
         max_model_len=pair.max_model_len if pair is not None else None,
@@ -328,10 +338,14 @@ def v0_block_size(
     return TokenCount(low), (pair, note)
 
 
-def product_engine(engine: str, blocks: BlockCount, size: TokenCount) -> EngineCapacity:
-    """``num_gpu_blocks × block_size`` from the labels, as one engine's figure."""
+def product_engine(
+    series: CacheConfigSeries, blocks: BlockCount, size: TokenCount
+) -> EngineCapacity:
+    """``num_gpu_blocks × block_size`` from one series' labels, as one engine's figure."""
+    engine, index = _series_engine(series)
     return _mint_engine(
         engine=engine,
+        engine_index=index,
         tokens=blocks.times_block_size(size),
         max_concurrency=None,
         max_model_len=None,

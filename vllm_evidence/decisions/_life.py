@@ -26,8 +26,8 @@ from __future__ import annotations
 import enum
 
 from vllm_evidence.adapters.startup_log import Launch, LifeEvent
-from vllm_evidence.decisions._parallel_configuration import ResolvedParallel, resolve_from_log
 from vllm_evidence.readback.evidence import Evidence, parsed
+from vllm_evidence.readback.parallel import ResolvedParallel, resolve_from_log
 from vllm_evidence.upstream import HealthFailureLaw, ReleaseLaws, laws_for
 
 __all__ = ["Needs", "life_gate", "lost_rank_text"]

@@ -45,7 +45,6 @@ from vllm_evidence.decisions._capacity_figures import (
     v0_engine,
 )
 from vllm_evidence.decisions._common import (
-    RESTARTED_REMEDY,
     refusal_summary,
     scope,
     serving_decision,
@@ -389,7 +388,7 @@ def _decide(evidence: Evidence) -> CapacityDecision:
     if product:
         law = judge(product, fd_version, CapacitySource.LABEL_BLOCKS_TIMES_BLOCK_SIZE)
         if law is not None and law.authority is CapacityAuthority.AUTHORITATIVE:
-            engines = tuple(product_engine(engine, b, s) for engine, b, s in product[:1])
+            engines = tuple(product_engine(series, b, s) for series, b, s in product[:1])
             return _mint_established(
                 subject=evidence.subject, engines=engines, laws=(law,), corroborated_by=()
             )
@@ -417,7 +416,6 @@ def _decide(evidence: Evidence) -> CapacityDecision:
     reason, detail = min(problems, key=lambda p: order.index(p[0]))
     remedies: dict[CapacityReason, str] = {
         CapacityReason.METRICS_UNPARSED: "probe again once /metrics answers in the text format",
-        CapacityReason.FRONT_DOOR_RESTARTED: RESTARTED_REMEDY,
         CapacityReason.SOURCES_CONFLICT: "give the startup log of the serving launch",
         CapacityReason.VERSION_UNOBSERVED: "read the version from the same source",
         CapacityReason.VERSION_NOT_ESTABLISHED: "none: the release is outside the law table",

@@ -30,6 +30,7 @@ from vllm_evidence.decisions._common import (
 )
 from vllm_evidence.decisions._life import Needs
 from vllm_evidence.readback.evidence import Evidence, Source, Subject, arm_name, log_source, parsed
+from vllm_evidence.readback.executor import resolve_executor
 from vllm_evidence.upstream import (
     ExecutorBackend,
     HealthCoverage,
@@ -144,8 +145,8 @@ def _observed_backends(evidence: Evidence) -> list[tuple[str, Source, str]]:
         found.append((info[0].parallel.distributed_executor_backend, info[1], "front_door"))
     launch = evidence.launch
     if launch is not None:
-        backend = launch.executor_backend
-        markers = launch.executor_evidence
+        executor = resolve_executor(launch)
+        backend, markers = executor.backend, executor.evidence
         config = launch.engine_config
         if backend is not None and markers:
             source = log_source(launch, markers[0].line, markers[0].process)

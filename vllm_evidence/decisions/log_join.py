@@ -27,7 +27,6 @@ from __future__ import annotations
 import enum
 from decimal import Decimal
 from typing import TypeAlias, final
-from urllib.parse import urlsplit
 
 import attrs
 
@@ -36,7 +35,6 @@ from vllm_evidence.adapters.outcome import NotFound, Parsed
 from vllm_evidence.adapters.receipt import LaunchReceipt
 from vllm_evidence.capture.batch import CaptureOrigin
 from vllm_evidence.decisions._common import refusal_summary
-from vllm_evidence.decisions._parallel_configuration import ResolvedParallel, resolve_from_log
 from vllm_evidence.decisions.join import (
     JoinedIncarnation,
     JoinReason,
@@ -44,6 +42,7 @@ from vllm_evidence.decisions.join import (
 )
 from vllm_evidence.readback.evidence import Evidence, Subject
 from vllm_evidence.readback.front_door import CapturedReadback
+from vllm_evidence.readback.parallel import ResolvedParallel, resolve_from_log
 
 __all__ = [
     "LogJoinDecision",
@@ -320,20 +319,13 @@ def _port_contradiction(evidence: Evidence) -> str | None:
     door, launch = evidence.front_door, evidence.launch
     if not isinstance(door, CapturedReadback) or launch is None:
         return None
+    probed = door.port
+    if probed is None:
+        return None
     for args in launch.non_default_args:
-        printed = args.get("port")
-        if printed is None or not printed.isdigit():
-            continue
-        parts = urlsplit(door.batch.target)
-        try:
-            probed = parts.port
-        except ValueError:
-            return None
-        if probed is None:
-            probed = 443 if parts.scheme == "https" else 80
-        if int(printed) != probed:
+        if args.port is not None and args.port != probed:
             return (
-                f"the launch's API server was given port {printed} (line {args.line}) but "
+                f"the launch's API server was given port {args.port} (line {args.line}) but "
                 f"the probe read port {probed}"
             )
     return None

@@ -4,8 +4,8 @@ Two stages, each needing its own evidence:
 
 1. **Resolved configuration** — tensor, pipeline (and prefill-context) parallel sizes
    as the server resolved them: the launch's engine-init line, or a parsed
-   ``/server_info``.  A ``/get_world_size`` product never passes this stage: 2 is
-   TP=2, PP=2 or DP=2 alike.
+   ``/server_info``, as :mod:`vllm_evidence.readback.parallel` resolves them.  A
+   ``/get_world_size`` product never passes this stage: 2 is TP=2, PP=2 or DP=2 alike.
 2. **Joined rank population** — the expected rank set is *derived* from the resolved
    configuration (ranks ``0 .. TP×PP×PCP - 1`` per DP engine), never given by a caller,
    and every one of those ranks must appear in a worker line of the *same* launch.
@@ -32,7 +32,8 @@ from vllm_evidence.decisions._common import (
     serving_decision,
 )
 from vllm_evidence.decisions._life import Needs
-from vllm_evidence.decisions._parallel_configuration import (
+from vllm_evidence.readback.evidence import Evidence, Source, Subject, log_source, parsed
+from vllm_evidence.readback.parallel import (
     ResolvedParallel,
     attribute,
     independent_engines,
@@ -40,10 +41,10 @@ from vllm_evidence.decisions._parallel_configuration import (
     resolve_from_http,
     resolve_from_log,
     stated_engines,
+    unmapped_reasons,
     worker_tag_rank,
     worker_tags,
 )
-from vllm_evidence.readback.evidence import Evidence, Source, Subject, log_source, parsed
 from vllm_evidence.upstream import (
     Law,
     LawNotEstablished,
@@ -272,11 +273,7 @@ def _population(
     if untagged and missing:
         where = ", ".join(str(obs.line) for obs in untagged[:5])
         pids = sorted({obs.pid for obs in untagged if obs.pid is not None})
-        why = (
-            [stated]
-            if isinstance(stated, str)
-            else [v for v in stated.values() if isinstance(v, str)][:3]
-        )
+        why = unmapped_reasons(stated)[:3]
         return (
             ParallelReason.RANKS_UNATTRIBUTED,
             (

@@ -2,23 +2,20 @@
 
 The document is the package converter's rendering of a
 :class:`~vllm_evidence.adapters.startup_log.StartupLog`; the hooks of the log's types
-(the log, its launches, process tags) are registered here.
+(the log, its launches, process tags) are registered here.  What is derived from a
+launch rather than printed by it (the executor backend, the resolved sizes and global
+ranks) is read from :mod:`vllm_evidence.readback`, once per launch, by the text and the
+JSON alike.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import attrs
-
 from vllm_evidence._converter import converter, register_rendering
 from vllm_evidence.adapters.startup_log import Launch, LifeEvent, ProcessTag, StartupLog
-from vllm_evidence.decisions._parallel_configuration import (
-    attribute,
-    independent_engines,
-    resolve_from_log,
-    stated_engines,
-)
+from vllm_evidence.readback.executor import resolve_executor
+from vllm_evidence.readback.parallel import launch_parallel
 
 __all__ = ["SCHEMA", "render_startup_log", "startup_log_document"]
 
@@ -33,7 +30,8 @@ def _process_json(process: ProcessTag) -> dict[str, object]:
 def _launch_document(launch: Launch) -> dict[str, object]:
     version = launch.version
     config = launch.engine_config
-    backend = launch.executor_backend
+    executor = resolve_executor(launch)
+    backend = executor.backend
     names = launch.served_model_names
     return {
         "index": launch.index,
@@ -114,7 +112,7 @@ def _launch_document(launch: Launch) -> dict[str, object]:
         ],
         "executor_backend": backend.value if backend else None,
         "executor_evidence": [
-            {"marker": o.marker.value, "line": o.line} for o in launch.executor_evidence
+            {"marker": o.marker.value, "line": o.line} for o in executor.evidence
         ],
         "executor_markers": [
             {
@@ -263,77 +261,16 @@ register_rendering(Launch, _launch_document)
 register_rendering(StartupLog, _log_json)
 
 
-@attrs.frozen
-class _GlobalRank:
-    rank: int
-    line: int
-    pid: int | None
-    engine_line: int | None
-    """The compile-cache line that named the worker's DP engine, when one did."""
-
-
-@attrs.frozen
-class _Resolution:
-    """The launch's resolved sizes and global ranks: derived once, rendered by both the
-    text and the JSON document (they used to disagree on DP>1 launches)."""
-
-    sizes: tuple[int, int, int, int] | None
-    """(TP, PP, DP, PCP) as resolved, or ``None`` when they are not."""
-    note: str | None
-    """Why the resolved sizes differ from the engine-init line (independent DP engines
-    each print DP=1), or why nothing resolved."""
-    ranks: tuple[_GlobalRank, ...]
-    unmapped_lines: tuple[int, ...]
-    """Worker rank lines in one engine's own world that name no DP engine."""
-    unmapped_why: tuple[str, ...]
-
-
-def _resolution(launch: Launch) -> _Resolution:
-    resolved = resolve_from_log(launch)
-    if resolved is None:
-        return _Resolution(None, "no engine-init line", (), (), ())
-    if isinstance(resolved, str):
-        return _Resolution(None, resolved, (), (), ())
-    independent = independent_engines(launch, resolved)
-    stated = stated_engines(launch) if independent else {}
-    ranks: dict[int, _GlobalRank] = {}
-    unmapped: list[int] = []
-    for r in launch.ranks:
-        found = attribute(r, resolved, independent=independent, stated=stated)
-        if found is None:
-            if independent and r.world_size == resolved.ranks_per_engine:
-                unmapped.append(r.line)
-        elif found[0] not in ranks or ranks[found[0]].engine_line is None:
-            ranks[found[0]] = _GlobalRank(found[0], r.line, r.pid, found[1])
-    why: tuple[str, ...] = ()
-    if unmapped:
-        why = (
-            (stated,)
-            if isinstance(stated, str)
-            else tuple(w for w in stated.values() if isinstance(w, str))
-        )
-    return _Resolution(
-        sizes=(
-            resolved.tensor_parallel_size,
-            resolved.pipeline_parallel_size,
-            resolved.data_parallel_size,
-            resolved.prefill_context_parallel_size,
-        ),
-        note=resolved.data_parallel_note,
-        ranks=tuple(ranks[g] for g in sorted(ranks)),
-        unmapped_lines=tuple(unmapped),
-        unmapped_why=why,
-    )
-
-
 def _resolution_json(launch: Launch) -> dict[str, object]:
-    res = _resolution(launch)
-    sizes = res.sizes
+    res = launch_parallel(launch)
+    sizes = res.configuration
     return {
-        "tensor_parallel_size": None if sizes is None else sizes[0],
-        "pipeline_parallel_size": None if sizes is None else sizes[1],
-        "data_parallel_size": None if sizes is None else sizes[2],
-        "prefill_context_parallel_size": None if sizes is None else sizes[3],
+        "tensor_parallel_size": None if sizes is None else sizes.tensor_parallel_size,
+        "pipeline_parallel_size": None if sizes is None else sizes.pipeline_parallel_size,
+        "data_parallel_size": None if sizes is None else sizes.data_parallel_size,
+        "prefill_context_parallel_size": (
+            None if sizes is None else sizes.prefill_context_parallel_size
+        ),
         "note": res.note,
         "global_ranks": [
             {"rank": g.rank, "line": g.line, "pid": g.pid, "engine_line": g.engine_line}
@@ -347,9 +284,10 @@ def _resolution_json(launch: Launch) -> dict[str, object]:
 def _resolved_lines(launch: Launch) -> list[str]:
     """The launch's resolved sizes and global ranks, where they differ from the
     engine-init line (independent DP engines each print DP=1)."""
-    res = _resolution(launch)
+    res = launch_parallel(launch)
     config = launch.engine_config
-    if res.sizes is None:
+    sizes = res.configuration
+    if sizes is None:
         return [f"  resolved sizes:     not established: {res.note}"] if config is not None else []
     if config is None or res.note is None:
         return []
@@ -366,13 +304,8 @@ def _resolved_lines(launch: Launch) -> list[str]:
         if res.ranks
         else "none"
     )
-    if res.unmapped_lines:
-        ranks += (
-            f"; {len(res.unmapped_lines)} worker line(s) in one engine's own world name no "
-            "DP engine (not mapped)"
-        )
-        ranks += "".join(f"; {w}" for w in res.unmapped_why)
-    tp, pp, dp, _ = res.sizes
+    ranks += "".join(f"; {why}" for why in res.unmapped_why)
+    tp, pp, dp = sizes.tensor_parallel_size, sizes.pipeline_parallel_size, sizes.data_parallel_size
     return [
         f"  resolved sizes:     TP={tp} PP={pp} DP={dp} ({res.note})",
         "  global ranks:       " + ranks,
@@ -389,7 +322,8 @@ def render_startup_log(log: StartupLog) -> str:
     for launch in log.launches:
         version = launch.version
         config = launch.engine_config
-        backend = launch.executor_backend
+        executor = resolve_executor(launch)
+        backend = executor.backend
         names = launch.served_model_names
         out.append(f"\nlaunch {launch.index} (lines {launch.first_line}-{launch.last_line})")
         if launch.transformed_head_lines:
@@ -416,7 +350,7 @@ def render_startup_log(log: StartupLog) -> str:
         )
         out.extend(_resolved_lines(launch))
         out.extend(_life_lines(launch))
-        evidence = ", ".join(f"{o.marker.value}@{o.line}" for o in launch.executor_evidence)
+        evidence = ", ".join(f"{o.marker.value}@{o.line}" for o in executor.evidence)
         out.append(
             "  executor backend:   "
             + (f"{backend.value} ({evidence})" if backend else "not established")

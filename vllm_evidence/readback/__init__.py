@@ -6,6 +6,10 @@
 * :mod:`~vllm_evidence.readback.evidence` — :class:`Evidence`: a front-door readback and
   one launch of a startup log, each observation with its :class:`Source`, which is what
   every decision reads;
+* :mod:`~vllm_evidence.readback.parallel` and :mod:`~vllm_evidence.readback.executor` —
+  what a launch resolves to, not what it decides: its parallel sizes and the global rank
+  each worker names, its executor backend and the markers that decided it (the
+  release's laws applied once), read alike by the decisions and the renderers;
 * :func:`load` — a saved capture directory, its digests verified and every observation
   re-derived from the bytes.
 """

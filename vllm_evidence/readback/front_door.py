@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from decimal import Decimal
 from typing import TypeVar, final
+from urllib.parse import urlsplit
 
 import attrs
 
@@ -177,6 +178,20 @@ class CapturedReadback(Sealed):
     def __rederive__(self) -> Reduction[CapturedReadback]:
         """Pickled as its batch's raw exchanges; unpickling runs every adapter again."""
         return readback_from_batch, (self.batch,)
+
+    @property
+    def port(self) -> int | None:
+        """The TCP port the probe read: the target's own, else its scheme's default (443
+        for ``https``, else 80); ``None`` when the target's port does not parse (a target
+        is cleaned on the way in, so only one that was not)."""
+        parts = urlsplit(self.batch.target)
+        try:
+            port = parts.port
+        except ValueError:
+            return None
+        if port is not None:
+            return port
+        return 443 if parts.scheme == "https" else 80
 
     def _repr_summary(self) -> str:
         return f"{self.batch!r}, {_arms_summary(self)}"

@@ -15,6 +15,7 @@ from vllm_evidence.adapters.startup_log import (
     read_startup_log,
 )
 from vllm_evidence.measure import TokenCount
+from vllm_evidence.readback.executor import resolve_executor
 
 P = "(EngineCore_DP0 pid=10) INFO 01-02 03:04:05 [kv_cache_utils.py:1] "
 
@@ -77,12 +78,12 @@ def test_conflicting_markers_decide_nothing() -> None:
     )
     launch = _log(text).launches[0]
     assert len(launch.executor_observations) == 2
-    assert launch.executor_backend is None
-    assert launch.executor_evidence == ()
+    assert resolve_executor(launch).backend is None
+    assert resolve_executor(launch).evidence == ()
 
 
 def test_no_marker_no_backend() -> None:
-    assert _log(P + "GPU KV cache size: 1 tokens\n").launches[0].executor_backend is None
+    assert resolve_executor(_log(P + "GPU KV cache size: 1 tokens\n").launches[0]).backend is None
 
 
 def test_development_mode_is_on_or_not_observed_never_off() -> None:
@@ -179,8 +180,8 @@ def test_v0_engine_init_and_cpu_fallback_are_read() -> None:
     assert config.served_model_name == "tiny"
     assert launch.version is not None
     assert str(launch.version.version) == "0.8.5"
-    assert launch.executor_backend is ExecutorBackend.MP
-    assert [o.marker.value for o in launch.executor_evidence] == ["cpu_fallback_line"]
+    assert resolve_executor(launch).backend is ExecutorBackend.MP
+    assert [o.marker.value for o in resolve_executor(launch).evidence] == ["cpu_fallback_line"]
 
 
 def test_v1_engine_init_is_v1_and_no_fallback_decides_nothing() -> None:
@@ -188,10 +189,10 @@ def test_v1_engine_init_is_v1_and_no_fallback_decides_nothing() -> None:
     launch = _log(v1).launches[0]
     assert launch.engine_config is not None
     assert launch.engine_config.engine == "v1"
-    assert launch.executor_backend is None
+    assert resolve_executor(launch).backend is None
     # A fallback line for some other device says nothing about the backend.
     other = FALLBACK.replace("on CPU", "on XPU")
-    assert _log(other + v1).launches[0].executor_backend is None
+    assert resolve_executor(_log(other + v1).launches[0]).backend is None
 
 
 def test_sealed_types_have_no_public_constructor() -> None:
@@ -222,7 +223,7 @@ def _backend(version: str) -> ExecutorBackend | None:
         + f"{worker}world_size=2 rank=1 local_rank=1 distributed_init_method=tcp://h:1 "
         "backend=nccl\n"
     )
-    return log(text).launches[0].executor_backend
+    return resolve_executor(log(text).launches[0]).backend
 
 
 def test_a_vllm_worker_decides_mp_only_where_a_law_says_so() -> None:

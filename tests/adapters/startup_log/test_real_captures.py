@@ -14,6 +14,7 @@ from vllm_evidence.adapters.startup_log import (
     StartupLog,
     read_startup_log,
 )
+from vllm_evidence.readback.executor import resolve_executor
 
 PUBLIC = CAPTURES / "public" / "startup-log"
 
@@ -63,7 +64,7 @@ def test_vllm_0_32_cpu_devmode() -> None:
     ]
     assert launch.ranks[1].group_rank("TP") == 0
     assert launch.ranks[1].group_rank("EP") is None
-    assert launch.executor_backend is ExecutorBackend.MP
+    assert resolve_executor(launch).backend is ExecutorBackend.MP
     (cap,) = launch.capacity
     assert cap.format is CapacityFormat.V1_ONE_LINE
     assert (cap.line, cap.device) == (54, "CPU")
@@ -106,8 +107,8 @@ def test_ray_four_nodes_ansi_nested_tags_and_repeated() -> None:
         "10.42.11.243",
         "EngineCore_0 pid=1159",
     )
-    assert launch.executor_backend is ExecutorBackend.RAY
-    assert 30 in [o.line for o in launch.executor_evidence]
+    assert resolve_executor(launch).backend is ExecutorBackend.RAY
+    assert 30 in [o.line for o in resolve_executor(launch).evidence]
     assert [(c.line, c.concurrency_line) for c in launch.capacity] == [
         (115, 116),
         (117, 118),
@@ -155,7 +156,7 @@ def test_wrapped_147_ray_rejoins_split_lines() -> None:
     assert all(
         c.max_concurrency and str(c.max_concurrency.value) == "25.20" for c in launch.capacity
     )
-    assert launch.executor_backend is ExecutorBackend.RAY
+    assert resolve_executor(launch).backend is ExecutorBackend.RAY
 
 
 def test_tp2_mp_vllmworker() -> None:
@@ -167,7 +168,7 @@ def test_tp2_mp_vllmworker() -> None:
     assert [(r.rank, r.world_size, r.pid) for r in launch.ranks] == [(0, 2, 3974), (1, 2, 3975)]
     names = [r.process.name for r in launch.ranks if r.process]
     assert names == ["VllmWorker TP0", "VllmWorker TP1"]
-    assert launch.executor_backend is ExecutorBackend.MP
+    assert resolve_executor(launch).backend is ExecutorBackend.MP
     assert [(m.text, m.process.name if m.process else None) for m in launch.available_memory] == [
         ("31.83", "VllmWorker TP1"),
         ("31.83", "VllmWorker TP0"),

@@ -8,6 +8,7 @@ import io
 from vllm_evidence import assess, read_startup_log
 from vllm_evidence.adapters.startup_log import StartupLog
 from vllm_evidence.decisions import CapacityReported, ParallelEstablished
+from vllm_evidence.readback.executor import resolve_executor
 from vllm_evidence.upstream import ExecutorBackend
 
 # 0.8.5: "[file:line]" prefix, workers tagged "(VllmWorker rank=N pid=P)".
@@ -46,7 +47,7 @@ def test_0_8_5_worker_tags_with_a_rank_word_are_read() -> None:
     assert capacity.tokens.value == 1234560
     assert capacity.max_concurrency is not None
     assert str(capacity.max_concurrency.value) == "602.81"
-    assert launch.executor_backend is ExecutorBackend.MP
+    assert resolve_executor(launch).backend is ExecutorBackend.MP
 
 
 def test_0_8_5_decisions() -> None:

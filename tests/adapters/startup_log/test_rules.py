@@ -20,6 +20,7 @@ from vllm_evidence.adapters.startup_log import (
     StartupLog,
     read_startup_log,
 )
+from vllm_evidence.readback.executor import resolve_executor
 
 P = "(EngineCore_DP0 pid=10) INFO 01-02 03:04:05 [kv_cache_utils.py:1] "
 
@@ -109,7 +110,7 @@ def test_v0_block_lines_every_device_word() -> None:
     assert first.max_model_len.value == 2048
     assert first.concurrency_line == 2
     # the single-GPU executor file marks the uni backend
-    assert launch.executor_backend is ExecutorBackend.UNI
+    assert resolve_executor(launch).backend is ExecutorBackend.UNI
 
 
 def test_old_prefix_without_bracket_crlf_and_ansi() -> None:
@@ -127,7 +128,7 @@ def test_old_prefix_without_bracket_crlf_and_ansi() -> None:
     assert config is not None
     assert config.engine == "v0"
     assert config.tensor_parallel_size == 2
-    assert launch.executor_backend is ExecutorBackend.RAY
+    assert resolve_executor(launch).backend is ExecutorBackend.RAY
 
 
 def test_wrappers_journald_iso_and_python_logging() -> None:

@@ -40,6 +40,8 @@ from vllm_evidence.adapters.startup_log.observations import (
     RouteObservation,
     VersionObservation,
     VersionSource,
+    WorkerName,
+    WorkerNameForm,
 )
 
 if TYPE_CHECKING:
@@ -74,6 +76,8 @@ __all__ = [
     "StartupLog",
     "VersionObservation",
     "VersionSource",
+    "WorkerName",
+    "WorkerNameForm",
     "keyword_line_starts",
     "read_startup_log",
     "split_top_level",

@@ -71,7 +71,11 @@ from vllm_evidence.adapters.startup_log._lexer import (
     split_header,
     unquote,
 )
-from vllm_evidence.adapters.startup_log._workers import compile_cache_line, rank_lines
+from vllm_evidence.adapters.startup_log._workers import (
+    compile_cache_line,
+    rank_lines,
+    worker_name,
+)
 from vllm_evidence.adapters.startup_log.observations import (
     CapacityFormat,
     ConcurrencyLine,
@@ -127,7 +131,12 @@ def _process(tag: RawTag | None, outer: str | None) -> ProcessTag | None:
     if tag is None:
         return None
     return _mint_tag(
-        name=tag.name, pid=tag.pid, ip=tag.ip, outer=outer, dp_engine=_dp_engine(tag.name)
+        name=tag.name,
+        pid=tag.pid,
+        ip=tag.ip,
+        outer=outer,
+        dp_engine=_dp_engine(tag.name),
+        worker=worker_name(tag.name),
     )
 
 
@@ -542,6 +551,7 @@ def _args(msg: str, line: int, proc: ProcessTag | None) -> list[Observation]:
             pipeline_parallel_size=parse_int_text(get("pipeline_parallel_size")),
             data_parallel_size=parse_int_text(get("data_parallel_size")),
             block_size=_block_size(get("block_size")),
+            port=parse_int_text(get("port")),
             line=line,
             process=proc,
         )

@@ -1,5 +1,6 @@
 """The lines a worker process prints about itself: its rank and world, the directory of
-its torch.compile cache, and the executor a worker's own process tag names.
+its torch.compile cache, the executor a worker's own process tag names, and that tag's
+name read into its parts.
 
 Part of the startup-log grammar (:mod:`~vllm_evidence.adapters.startup_log._grammar`
 dispatches to these once a message is known to be a worker line); kept apart because
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import re
 
+from vllm_evidence._bounds import wire_int
 from vllm_evidence.adapters.startup_log._lexer import Header
 from vllm_evidence.adapters.startup_log.observations import (
     CompileCacheForm,
@@ -18,12 +20,15 @@ from vllm_evidence.adapters.startup_log.observations import (
     Observation,
     ProcessTag,
     RankForm,
+    WorkerName,
+    WorkerNameForm,
     _mint_compile_cache,
     _mint_executor,
     _mint_rank,
+    _mint_worker,
 )
 
-__all__ = ["compile_cache_line", "rank_lines", "tag_markers"]
+__all__ = ["compile_cache_line", "rank_lines", "tag_markers", "worker_name"]
 
 _WORLD_RE = re.compile(
     r"world_size=(?P<ws>[0-9]+) rank=(?P<r>[0-9]+) local_rank=(?P<lr>[0-9]+) "
@@ -136,3 +141,49 @@ def tag_markers(process: ProcessTag | None, line: int) -> list[ExecutorObservati
     else:
         return []
     return [_mint_executor(marker=marker, named=None, line=line, process=process)]
+
+
+# A worker process's tag name.  Group indexes are at most 6 digits (no deployment has a
+# million ranks in one group); the older forms' ranks at most 18 (``wire_int``).
+_GROUPS_NAME_RE = re.compile(r"(?:Vllm)?Worker(?P<fields>(?:_[A-Z]+[0-9]+)*)")
+_GROUP_FIELD_RE = re.compile(r"_(?P<k>[A-Z]+)(?P<v>[0-9]+)")
+_OLD_NAME_RE = re.compile(r"VllmWorker(?: rank=(?P<rank>[0-9]+)| TP(?P<tp>[0-9]+))")
+_MAX_GROUP_DIGITS = 6
+
+
+def worker_name(name: str | None) -> WorkerName | None:
+    """A process tag's name read as a worker's, or ``None`` when it is not one (no
+    ``Worker`` in it, or Ray's ``RayWorkerWrapper``, whose name says nothing of a rank).
+
+    ``Worker_DP1_PP0_TP1`` → its groups; ``VllmWorker TP1`` → ``TP`` 1;
+    ``VllmWorker rank=1`` → rank 1; any other worker's name is
+    :attr:`~WorkerNameForm.UNREAD` (seen, nothing read from it).
+    """
+    if name is None or "Worker" not in name or name.startswith("Ray"):
+        return None
+    old = _OLD_NAME_RE.fullmatch(name)
+    if old is not None:
+        if old["rank"] is not None:
+            rank = wire_int(old["rank"])
+            if rank is not None:
+                return _mint_worker(form=WorkerNameForm.RANK, groups=(), rank=rank)
+        else:
+            tp = wire_int(old["tp"])
+            if tp is not None:
+                return _mint_worker(form=WorkerNameForm.TP, groups=(("TP", tp),), rank=None)
+        return _unread()
+    groups = _GROUPS_NAME_RE.fullmatch(name)
+    if groups is None:
+        return _unread()
+    fields = [(f["k"], f["v"]) for f in _GROUP_FIELD_RE.finditer(groups["fields"])]
+    if any(len(value) > _MAX_GROUP_DIGITS for _, value in fields):
+        return _unread()
+    return _mint_worker(
+        form=WorkerNameForm.GROUPS,
+        groups=tuple((key, int(value)) for key, value in fields),
+        rank=None,
+    )
+
+
+def _unread() -> WorkerName:
+    return _mint_worker(form=WorkerNameForm.UNREAD, groups=(), rank=None)

@@ -40,8 +40,6 @@ from vllm_evidence.adapters.startup_log.observations import (
     CapacityObservation,
     CompileCacheObservation,
     EngineConfigObservation,
-    ExecutorBackend,
-    ExecutorMarker,
     ExecutorObservation,
     LifeEvent,
     LifeKind,
@@ -74,6 +72,9 @@ class Launch(Sealed):
     compile_cache: tuple[CompileCacheObservation, ...]
     """The workers' torch.compile cache lines (``rank_R_D``), in line order."""
     executor_observations: tuple[ExecutorObservation, ...]
+    """Every line that shows something about the executor backend, as printed; which
+    backend they decide in the launch's release is
+    :func:`vllm_evidence.readback.executor.resolve_executor`'s to say."""
     routes: tuple[RouteObservation, ...]
     capacity: tuple[CapacityObservation, ...]
     blocks: tuple[BlocksObservation, ...]
@@ -132,36 +133,6 @@ class Launch(Sealed):
             if config.block_size is not None:
                 return config.block_size
         return None
-
-    @property
-    def executor_backend(self) -> ExecutorBackend | None:
-        """The backend, when the markers seen decide it; ``None`` when they do not.
-
-        The engine-init ``distributed_executor_backend=`` field and the CPU platform's
-        fallback line, when printed, are the resolved value and alone decide.  Otherwise
-        every marker's compatible set is intersected; one backend left decides, none or
-        several does not.
-        """
-        version = self.version.version if self.version else None
-        config = [
-            o.compatible(version)
-            for o in self.executor_observations
-            if o.marker in (ExecutorMarker.CONFIG_FIELD, ExecutorMarker.CPU_FALLBACK_LINE)
-        ]
-        sets = config or [o.compatible(version) for o in self.executor_observations]
-        if not sets:
-            return None
-        common = frozenset.intersection(*sets)
-        return next(iter(common)) if len(common) == 1 else None
-
-    @property
-    def executor_evidence(self) -> tuple[ExecutorObservation, ...]:
-        """The markers that decided :attr:`executor_backend` (empty when undecided)."""
-        backend = self.executor_backend
-        if backend is None:
-            return ()
-        version = self.version.version if self.version else None
-        return tuple(o for o in self.executor_observations if backend in o.compatible(version))
 
     @property
     def development_mode(self) -> bool | None:

@@ -3,7 +3,11 @@
 :mod:`~vllm_evidence.adapters.startup_log._grammar` mints them from a logical line;
 :mod:`~vllm_evidence.adapters.startup_log.launch` gathers them into launches.  Every
 number is typed here, when the line is read: token and block counts, concurrencies,
-GiB, ranks, the data-parallel engine index of a process tag.
+GiB, ranks, the API server's port, the data-parallel engine index and the worker name of
+a process tag.  What the bytes say stops here: which backend the executor markers mean
+in a release, or which global rank a worker name gives under the resolved sizes, is
+derived one layer up (:mod:`vllm_evidence.readback.executor`,
+:mod:`vllm_evidence.readback.parallel`).
 """
 
 from __future__ import annotations
@@ -16,13 +20,7 @@ from packaging.version import Version
 
 from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.measure import BlockCount, Concurrency, GiB, TokenCount
-from vllm_evidence.upstream import (
-    ExecutorBackend,
-    ExecutorMarker,
-    ExecutorMarkerLaw,
-    executor_marker_law,
-    executor_marker_laws,
-)
+from vllm_evidence.upstream import ExecutorBackend, ExecutorMarker
 
 __all__ = [
     "AvailableMemoryObservation",
@@ -48,9 +46,50 @@ __all__ = [
     "SizeLine",
     "VersionObservation",
     "VersionSource",
+    "WorkerName",
+    "WorkerNameForm",
 ]
 
 _PUBLIC = "vllm_evidence.adapters.startup_log.read_startup_log()"
+
+
+class WorkerNameForm(enum.Enum):
+    """Which of the names vLLM gives a worker process its tag prints."""
+
+    GROUPS = "groups"
+    """``Worker_DP1_PP0_TP1`` (v0.11 on; ``VllmWorker_…`` too): one ``_<GROUP><index>``
+    per parallel group of more than one rank (``_DP``/``_PP``/``_PCP``/``_TP``/``_DCP``/
+    ``_EP``; v0.29.0 ``v1/executor/multiproc_executor.py`` L1080-1093); a bare ``Worker``
+    names none."""
+    TP = "tp"
+    """``VllmWorker TP1`` (v0.10.1.1 ``v1/executor/multiproc_executor.py`` L387-391)."""
+    RANK = "rank"
+    """``VllmWorker rank=1`` (v0.8.5, v0.9.2 L294, L346): the engine-local rank."""
+    UNREAD = "unread"
+    """A worker's name (it holds ``Worker``) in none of the forms above: nothing is read
+    from it."""
+
+
+@final
+@attrs.frozen(init=False, repr=False)
+class WorkerName(Sealed):
+    """What a worker process's tag name prints about its place, read as printed: the
+    groups and their indexes, or the engine-local rank (never mapped to a global rank
+    here; :func:`vllm_evidence.readback.parallel.worker_tag_rank` does that under the
+    resolved sizes)."""
+
+    __public_constructor__ = _PUBLIC
+
+    form: WorkerNameForm
+    groups: tuple[tuple[str, int], ...]
+    """Each ``(group, index)`` the name prints, in printed order (a repeated group kept):
+    ``(("DP", 1), ("PP", 0), ("TP", 1))``; ``(("TP", 1),)`` for ``VllmWorker TP1``;
+    empty for the other forms."""
+    rank: int | None
+    """The engine-local rank of the :attr:`WorkerNameForm.RANK` form; else ``None``."""
+
+
+_mint_worker = minter(WorkerName, WorkerName.__attrs_init__)
 
 
 @final
@@ -70,6 +109,9 @@ class ProcessTag(Sealed):
     dp_engine: int | None
     """The data-parallel engine index an engine-core tag names (``EngineCore_DP1`` and
     ``EngineCore_1`` → 1); ``None`` for any other process."""
+    worker: WorkerName | None
+    """The name read as a worker's (a name holding ``Worker`` that is not Ray's
+    ``RayWorkerWrapper``); ``None`` for any other process."""
 
     @property
     def text(self) -> str:
@@ -125,6 +167,8 @@ class NonDefaultArgsObservation(Sealed):
     data_parallel_size: int | None
     block_size: TokenCount | None
     """The ``block_size`` argument, when given as a plain number."""
+    port: int | None
+    """The ``port`` argument (the API server's ``--port``), when given as a plain number."""
     line: int
     process: ProcessTag | None
 
@@ -247,8 +291,7 @@ class CompileCacheObservation(Sealed):
 
     Which field fills ``D`` depends on the release (``data_parallel_rank`` up to 0.11.0,
     ``data_parallel_index`` from 0.20.0): whether ``D`` names the worker's DP engine is
-    decided per release by :mod:`vllm_evidence.decisions._parallel_configuration`, never
-    here.
+    read per release by :mod:`vllm_evidence.readback.parallel`, never here.
     """
 
     __public_constructor__ = _PUBLIC
@@ -365,25 +408,6 @@ class ExecutorObservation(Sealed):
     line: int
     process: ProcessTag | None
 
-    def compatible(self, version: Version | None) -> frozenset[ExecutorBackend]:
-        """The backends this marker is consistent with, for the launch's ``version``.
-
-        A marker that names its backend is consistent with that one.  Any other is
-        consistent with what the law table's law for ``version`` says
-        (:data:`vllm_evidence.upstream.EXECUTOR_LAW_TABLE`); where no law holds (an
-        unknown version, or one outside every span read for the marker), with every
-        backend some law allows: nothing is borrowed from a neighbouring release.
-        """
-        if self.marker in _NAMING:
-            return frozenset({self.named}) if self.named else frozenset()
-        law = None if version is None else executor_marker_law(self.marker, version)
-        if isinstance(law, ExecutorMarkerLaw):
-            return law.backends
-        return frozenset().union(*(law.backends for law in executor_marker_laws(self.marker)))
-
-
-#: The markers that name their backend themselves.
-_NAMING = (ExecutorMarker.CONFIG_FIELD, ExecutorMarker.ARG, ExecutorMarker.CPU_FALLBACK_LINE)
 
 _mint_executor = minter(ExecutorObservation, ExecutorObservation.__attrs_init__)
 

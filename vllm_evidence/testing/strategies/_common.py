@@ -88,7 +88,9 @@ GROUP_AWARE_RELEASES: Final[tuple[str, ...]] = tuple(r for r in RELEASES if _gro
 
 
 def _at_least(release: str, floor: str) -> bool:
-    return RELEASES.index(release) >= RELEASES.index(floor)
+    """Whether ``release`` is ``floor`` or later; ``floor`` need not be a drawn release (a
+    format's first release, from the law table, often is not)."""
+    return Version(release) >= Version(floor)
 
 
 def _release(release: str | None) -> SearchStrategy[str]:

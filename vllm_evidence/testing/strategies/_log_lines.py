@@ -39,7 +39,8 @@ class GeneratedCapacity:
 #: The device a V1 engine names in its KV cache size line.
 _devices = st.sampled_from(["GPU", "GPU", "CPU", "XPU"])
 
-#: The two V1 capacity formats: two lines before 0.32, one line from 0.32.
+#: The two V1 capacity formats: two lines before 0.28, one line from 0.28.0 (the law
+#: ``capacity.log_format``).
 _V1_FORMATS: Final = ("v1_two_line", "v1_one_line")
 
 

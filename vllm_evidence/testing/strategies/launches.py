@@ -230,7 +230,7 @@ class WitnessedLaunch:
     """The launched process's pid, as the receipt records it (the log's APIServer pid
     where the release prints one)."""
     receipt: bytes
-    """The receipt's JSON (``vllm-evidence.launch-receipt/1``)."""
+    """The receipt's JSON (``vllm-evidence.launch-receipt/2``)."""
 
 
 def _metrics(start: str) -> bytes:

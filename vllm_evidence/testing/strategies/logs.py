@@ -340,7 +340,7 @@ def _launch(
     repeats = workers if release in ("0.8.5", "0.9.2", "0.10.2", "0.11.0") else 1
     if v0:
         fmt = "v0_blocks"
-    elif _at_least(release, "0.32.0"):
+    elif _at_least(release, "0.28.0"):
         fmt = "v1_one_line"
     else:
         fmt = "v1_two_line"

@@ -93,7 +93,7 @@ class GeneratedServer:
     """The startup log handed in with the front door: one launch, its figures in
     ``log.launches[0]``."""
     receipt: bytes
-    """The launch receipt JSON (``vllm-evidence.launch-receipt/1``) of :attr:`log`'s
+    """The launch receipt JSON (``vllm-evidence.launch-receipt/2``) of :attr:`log`'s
     launch: its start time, APIServer pid and the log's SHA-256."""
     start_time: str
     """``process_start_time_seconds`` as the front door's opening ``/metrics`` prints it."""

@@ -1,16 +1,26 @@
-"""Parallel realization, stage 1: the parallel sizes as the server resolved them.
+"""What a launch's parallel layout resolves to: its sizes and the global rank each worker
+names.
 
-What :mod:`vllm_evidence.decisions.parallel` derives the expected ranks from: tensor,
-pipeline, data and prefill-context parallel sizes read from the launch's engine-init
-line (with the non-default args for a DP size the line does not print) or from a parsed
-``/server_info``, as a :class:`ResolvedParallel` with its source; or, when that source
-is incomplete or names a world past any deployment, the reason why not.  A
-``/get_world_size`` product is never read here: 2 is TP=2, PP=2 or DP=2 alike.
+Resolved, not decided: nothing here establishes or refuses a claim.
+:mod:`vllm_evidence.decisions.parallel` decides from these, and the startup-log
+renderers (the ``log`` text and its JSON) read the same derivation, :func:`launch_parallel`,
+so what the text says the JSON says.
+
+* The sizes (stage 1 of the parallel decision): tensor, pipeline, data and
+  prefill-context parallel sizes read from the launch's engine-init line (with the
+  non-default args for a DP size the line does not print, and the engines' own tags
+  for independent DP engines that each print DP=1) or from a parsed ``/server_info``,
+  as a :class:`ResolvedParallel` with its source; or, when that source is incomplete or
+  names a world past any deployment, the reason why not.  A ``/get_world_size``
+  product is never read here: 2 is TP=2, PP=2 or DP=2 alike.
+* The global ranks: the rank a worker's rank line names in the DP-wide world, or, for
+  independent engines, in its engine's own world with the engine from the line's tag
+  or the same process's compile-cache lines (:func:`attribute`); the rank a worker's
+  own tag name gives (:func:`worker_tag_rank`).
 """
 
 from __future__ import annotations
 
-import re
 from typing import final
 
 import attrs
@@ -22,12 +32,15 @@ from vllm_evidence.adapters.startup_log import (
     Launch,
     ProcessTag,
     RankObservation,
+    WorkerNameForm,
 )
 from vllm_evidence.readback.evidence import Evidence, Source, log_source
 from vllm_evidence.upstream.releases import ReleaseSpan, span
 
 __all__ = [
     "COMPILE_CACHE_NAMES_DP_ENGINE",
+    "GlobalRank",
+    "LaunchParallel",
     "ResolvedParallel",
     "StatedEngine",
     "attribute",
@@ -35,10 +48,12 @@ __all__ = [
     "data_parallel_engines",
     "global_rank",
     "independent_engines",
+    "launch_parallel",
     "layout_sizes",
     "resolve_from_http",
     "resolve_from_log",
     "stated_engines",
+    "unmapped_reasons",
     "worker_tag_rank",
     "worker_tags",
 ]
@@ -49,7 +64,10 @@ __all__ = [
 class ResolvedParallel(Sealed):
     """Resolved parallel sizes from one source (stage 1)."""
 
-    __public_constructor__ = "vllm_evidence.decisions.decide_parallel()"
+    __public_constructor__ = (
+        "vllm_evidence.decisions.decide_parallel() or "
+        "vllm_evidence.readback.parallel.launch_parallel()"
+    )
 
     tensor_parallel_size: int
     pipeline_parallel_size: int
@@ -338,11 +356,6 @@ def global_rank(
     return None if found is None else found[0]
 
 
-_WORKER_NAME = re.compile(r"(?:Vllm)?Worker(?P<fields>(?:_[A-Z]+\d+)*)")
-_WORKER_FIELD = re.compile(r"_(?P<k>[A-Z]+?)(?P<v>\d+)")
-_OLD_WORKER = re.compile(r"VllmWorker(?: rank=(?P<rank>\d+)| TP(?P<tp>\d+))")
-
-
 def worker_tag_rank(tag: ProcessTag, configuration: ResolvedParallel) -> int | None:
     """The global rank a worker process's own tag names, or ``None`` when it cannot.
 
@@ -350,31 +363,32 @@ def worker_tag_rank(tag: ProcessTag, configuration: ResolvedParallel) -> int | N
     ``_DP``/``_PP``/``_PCP``/``_TP``/``_DCP``/``_EP``, each only when that group has more
     than one rank; v0.29.0 ``v1/executor/multiproc_executor.py`` L1080-1093),
     ``VllmWorker TP1`` (v0.10.1.1 L387-391) or ``VllmWorker rank=1`` (v0.8.5, v0.9.2
-    L294, L346: the engine-local rank).  Ranks are laid out TP fastest, then PCP, then PP,
-    then DP (``rank = dp × (PP×PCP×TP) + (pp × PCP + pcp) × TP + tp``).  A group of
-    more than one rank that the name leaves out, or an index past its size, is unmappable.
+    L294, L346: the engine-local rank); the adapter reads the name into those parts
+    (:class:`~vllm_evidence.adapters.startup_log.WorkerName`).  Ranks are laid out TP
+    fastest, then PCP, then PP, then DP (``rank = dp × (PP×PCP×TP) + (pp × PCP + pcp) ×
+    TP + tp``).  A group of more than one rank that the name leaves out, a group named
+    twice, or an index past its size, is unmappable.
     """
-    name = tag.name
-    if name is None or tag.outer is not None:
+    worker = tag.worker
+    if worker is None or tag.outer is not None:
         return None
     c = configuration
     width = c.ranks_per_engine
-    old = _OLD_WORKER.fullmatch(name)
-    if old is not None:
-        if old["rank"] is not None:
-            local = int(old["rank"])
-            return local if local < width and c.data_parallel_size == 1 else None
-        tp = int(old["tp"])
-        ok = tp < c.tensor_parallel_size and width == c.tensor_parallel_size
+    if worker.form is WorkerNameForm.RANK:
+        local = worker.rank
+        ok = local is not None and local < width and c.data_parallel_size == 1
+        return local if ok else None
+    if worker.form is WorkerNameForm.TP:
+        tp = dict(worker.groups).get("TP")
+        ok = tp is not None and tp < c.tensor_parallel_size and width == c.tensor_parallel_size
         return tp if ok and c.data_parallel_size == 1 else None
-    m = _WORKER_NAME.fullmatch(name)
-    if m is None:
+    if worker.form is not WorkerNameForm.GROUPS:
         return None
     fields: dict[str, int] = {}
-    for f in _WORKER_FIELD.finditer(m["fields"]):
-        if f["k"] in fields or len(f["v"]) > 6:
+    for key, value in worker.groups:
+        if key in fields:
             return None
-        fields[f["k"]] = int(f["v"])
+        fields[key] = value
     sizes = (
         ("DP", c.data_parallel_size),
         ("PP", c.pipeline_parallel_size),
@@ -383,13 +397,13 @@ def worker_tag_rank(tag: ProcessTag, configuration: ResolvedParallel) -> int | N
     )
     index: dict[str, int] = {}
     for key, size in sizes:
-        value = fields.get(key)
-        if value is None and size > 1:
+        found = fields.get(key)
+        if found is None and size > 1:
             return None  # the group has several ranks but the name does not say which
-        value = value or 0
-        if value >= size:
+        found = found or 0
+        if found >= size:
             return None
-        index[key] = value
+        index[key] = found
     if set(fields) - {key for key, _ in sizes} - {"DCP", "EP"}:
         return None
     local = (index["PP"] * c.prefill_context_parallel_size + index["PCP"]) * c.tensor_parallel_size
@@ -406,12 +420,7 @@ def worker_tags(launch: Launch) -> list[tuple[ProcessTag, int]]:
         *((o.process, o.line) for o in launch.executor_observations),
     ]
     for tag, line in sorted(tagged, key=lambda pair: pair[1]):
-        if (
-            tag is None
-            or tag.name is None
-            or "Worker" not in tag.name
-            or tag.name.startswith("Ray")
-        ):
+        if tag is None or tag.worker is None:
             continue
         seen.setdefault(tag.text, (tag, line))
     return list(seen.values())
@@ -465,4 +474,111 @@ def layout_sizes(c: ResolvedParallel) -> tuple[int, int, int, int]:
         c.pipeline_parallel_size,
         c.data_parallel_size,
         c.prefill_context_parallel_size,
+    )
+
+
+def unmapped_reasons(stated: dict[str, StatedEngine | str] | str) -> list[str]:
+    """Why the compile-cache lines name no engine for a worker (:func:`stated_engines`):
+    the release's lines are not read, or a process stated two engines."""
+    if isinstance(stated, str):
+        return [stated]
+    return [said for said in stated.values() if isinstance(said, str)]
+
+
+@final
+@attrs.frozen(init=False, repr=False)
+class GlobalRank(Sealed):
+    """The global rank one worker rank line names (:func:`attribute`)."""
+
+    __public_constructor__ = "vllm_evidence.readback.parallel.launch_parallel()"
+
+    rank: int
+    line: int
+    """The rank line."""
+    pid: int | None
+    engine_line: int | None
+    """The compile-cache line that named the worker's DP engine, when one did."""
+
+    def _repr_summary(self) -> str:
+        via = "" if self.engine_line is None else f", engine from line {self.engine_line}"
+        return f"rank {self.rank}, line {self.line}{via}"
+
+
+_mint_global_rank = minter(GlobalRank, GlobalRank.__attrs_init__)
+
+
+@final
+@attrs.frozen(init=False, repr=False)
+class LaunchParallel(Sealed):
+    """A launch's resolved sizes and the global ranks its rank lines name, derived once
+    for everything that shows them (the ``log`` text and its JSON)."""
+
+    __public_constructor__ = "vllm_evidence.readback.parallel.launch_parallel()"
+
+    configuration: ResolvedParallel | None
+    """The sizes as resolved from the launch (:func:`resolve_from_log`), or ``None``."""
+    note: str | None
+    """How the DP size was read where the engine-init line does not give it (independent
+    DP engines each print DP=1), or why nothing resolved; ``None`` when the engine-init
+    line gives every size."""
+    ranks: tuple[GlobalRank, ...]
+    """One per global rank a rank line names, by rank."""
+    unmapped_lines: tuple[int, ...]
+    """Worker rank lines in one engine's own world that name no DP engine."""
+    unmapped_why: tuple[str, ...]
+    """Why those lines are not mapped, each as the text report prints it (empty when
+    every line is mapped)."""
+
+    def _repr_summary(self) -> str:
+        sizes = (
+            "not resolved" if self.configuration is None else self.configuration._sizes_summary()
+        )
+        unmapped = f", {len(self.unmapped_lines)} unmapped" if self.unmapped_lines else ""
+        return f"{sizes}, {len(self.ranks)} global rank(s){unmapped}"
+
+
+_mint_launch_parallel = minter(LaunchParallel, LaunchParallel.__attrs_init__)
+
+
+def launch_parallel(launch: Launch) -> LaunchParallel:
+    """The launch's resolved sizes and the global rank each of its rank lines names.
+
+    A rank named by several lines is shown at the line that also gave its engine from a
+    compile-cache line, when one did (else at the last such line).  A line in one
+    engine's own world of independent engines that names no engine is *unmapped*, and
+    :attr:`LaunchParallel.unmapped_why` says why: how many lines name no DP engine, then
+    what the compile-cache lines do not say (:func:`unmapped_reasons`).
+    """
+    resolved = resolve_from_log(launch)
+    if not isinstance(resolved, ResolvedParallel):
+        unresolved = "no engine-init line" if resolved is None else resolved
+        return _mint_launch_parallel(
+            configuration=None, note=unresolved, ranks=(), unmapped_lines=(), unmapped_why=()
+        )
+    independent = independent_engines(launch, resolved)
+    stated = stated_engines(launch) if independent else {}
+    ranks: dict[int, GlobalRank] = {}
+    unmapped: list[int] = []
+    for r in launch.ranks:
+        found = attribute(r, resolved, independent=independent, stated=stated)
+        if found is None:
+            if independent and r.world_size == resolved.ranks_per_engine:
+                unmapped.append(r.line)
+        elif found[0] not in ranks or ranks[found[0]].engine_line is None:
+            ranks[found[0]] = _mint_global_rank(
+                rank=found[0], line=r.line, pid=r.pid, engine_line=found[1]
+            )
+    why: tuple[str, ...] = ()
+    if unmapped:
+        count = (
+            f"{len(unmapped)} worker line(s) in one engine's own world name no DP engine "
+            "(not mapped)"
+        )
+        why = (count, *unmapped_reasons(stated))
+    return _mint_launch_parallel(
+        configuration=resolved,
+        note=resolved.data_parallel_note,
+        ranks=tuple(ranks[g] for g in sorted(ranks)),
+        unmapped_lines=tuple(unmapped),
+        unmapped_why=why,
     )
