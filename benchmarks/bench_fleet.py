@@ -18,7 +18,7 @@ Each round runs, interleaved:
 * the baseline: the same 200 servers probed one after another in this process, as a
   script using the library would (``probe_sync``, ``assess``, the assessment document),
   wall and CPU time;
-* the same 200 as a fleet in this process (one ``new_client()``, ``--concurrency``
+* the same 200 as a fleet in this process (one ``ProbeSession``, ``--concurrency``
   probes at a time, each assessed as it ends): the library's figure without the CLI's
   interpreter start and imports.
 
@@ -195,11 +195,11 @@ def run_in_process_fleet(
     urls: list[str], concurrency: int
 ) -> tuple[float, float, dict[str, dict[str, Any]]]:
     """Wall s, CPU s and documents of probing ``urls`` in this process as a fleet: one
-    :func:`new_client`, ``concurrency`` probes at a time, each assessed as it ends."""
+    :class:`ProbeSession`, ``concurrency`` probes at a time, each assessed as it ends."""
     import asyncio
 
     from vllm_evidence.assessment import assess
-    from vllm_evidence.capture.http import new_client, probe
+    from vllm_evidence.capture.http import ProbeSession, ProbeSettings
     from vllm_evidence.output.assessment import assessment_document
     from vllm_evidence.readback import readback_from_batch
 
@@ -207,11 +207,12 @@ def run_in_process_fleet(
 
     async def fleet() -> None:
         pending = iter(urls)
-        async with new_client() as client:
+        settings = ProbeSettings(deadline=30.0, concurrency=concurrency)
+        async with ProbeSession(settings) as session:
 
             async def worker() -> None:
                 for url in pending:
-                    batch = await probe(url, deadline=30.0, client=client)
+                    batch = await session.probe(url)
                     document = assessment_document(assess(readback_from_batch(batch), None))
                     docs[url] = dict(document)
 
@@ -289,6 +290,7 @@ def main() -> int:
             seq_s, seq_cpu, speedup, growth, other_s, other_vs = [], [], [], [], [], []
             lib_s, lib_cpu, lib_speedup = [], [], []
             other_cpu: list[float] = []
+            other_speedup: list[float] = []
             fleet_docs: list[dict[str, Any]] = []
             for _round in range(args.pairs):
                 start_cpu.append(run_cli_start(args.cli_pythonpath) * 1000)
@@ -315,6 +317,8 @@ def main() -> int:
                 seq_s.append(wall)
                 seq_cpu.append(cpu * 1000 / small)
                 speedup.append(wall / fleet_s[small][-1])
+                if other_s:
+                    other_speedup.append(wall / other_s[-1])
                 lib_wall, lib_cpu_s, lib_docs = run_in_process_fleet(urls[:small], args.concurrency)
                 same([{"target": url, **doc} for url, doc in lib_docs.items()], alone)
                 lib_s.append(lib_wall)
@@ -335,6 +339,7 @@ def main() -> int:
         if other_s:
             line(f"other tree's CLI fleet, {small} (s)", other_s)
             line(f"other tree's CLI / this CLI, {small} (x)", other_vs)
+            line(f"speed-up on {small}: one-by-one / other tree's CLI (x)", other_speedup)
         line(f"in-process fleet (library), {small} (s)", lib_s)
         line(f"speed-up on {small}: one-by-one / CLI fleet (x)", speedup)
         line(f"speed-up on {small}: one-by-one / in-process (x)", lib_speedup)

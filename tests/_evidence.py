@@ -20,10 +20,17 @@ from packaging.version import Version
 from tests._paths import REAL
 from tests._ports import serve_on_port
 from vllm_evidence.adapters.outcome import Parsed
-from vllm_evidence.adapters.receipt import LaunchReceipt, parse_launch_receipt
+from vllm_evidence.adapters.receipt import (
+    RECEIPT_SCHEMA,
+    LaunchReceipt,
+    ReceiptRecord,
+    parse_launch_receipt,
+    signed_receipt_document,
+)
 from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
 from vllm_evidence.assessment import Assessment, assess
 from vllm_evidence.capture.http import probe_sync
+from vllm_evidence.capture.signing import SigningKey
 from vllm_evidence.decisions import FrontDoorJoinDecision
 from vllm_evidence.readback import (
     CapturedReadback,
@@ -205,6 +212,42 @@ WITNESSED_START = "1.7e+09"
 _MARKER = re.compile(rb"^process_start_time_seconds[ \t]", re.MULTILINE)
 
 
+#: The launcher's key in these tests: made for this test session, never written to disk.
+#: A receipt :func:`receipt_for` writes is signed with it and read with its public half,
+#: as ``launch --receipt-signing-key`` and ``probe --receipt-public-key`` do.
+LAUNCHER_KEY = SigningKey.generate()
+#: Another launcher's key (a receipt it signs is signed by another key).
+OTHER_LAUNCHER_KEY = SigningKey.generate()
+
+
+def receipt_document_for(
+    startup_log: StartupLog,
+    *,
+    start: str | None = WITNESSED_START,
+    pid: int | None = None,
+    log_bytes: int | None = None,
+    log_sha256: str | None = None,
+    signed_by: SigningKey | None = LAUNCHER_KEY,
+) -> dict[str, object]:
+    """The JSON document of a launch receipt for ``startup_log`` (see :func:`receipt_for`),
+    signed by ``signed_by`` (``None``: unsigned)."""
+    if pid is None:
+        pids = [p for launch in startup_log.launches for p in launch.api_server_pids]
+        pid = pids[0] if pids else 1
+    record = ReceiptRecord(
+        schema=RECEIPT_SCHEMA,
+        pid=pid,
+        process_start_time_seconds=start,
+        start_time_unavailable=None if start is not None else "no /proc here",
+        argv=["vllm", "serve", "/models/m"],
+        host="test-host",
+        log_path=startup_log.source,
+        log_bytes=startup_log.size_bytes if log_bytes is None else log_bytes,
+        log_sha256=startup_log.sha256 if log_sha256 is None else log_sha256,
+    )
+    return signed_receipt_document(record, signed_by)
+
+
 def receipt_for(
     startup_log: StartupLog,
     *,
@@ -212,24 +255,24 @@ def receipt_for(
     pid: int | None = None,
     log_bytes: int | None = None,
     log_sha256: str | None = None,
+    signed_by: SigningKey | None = LAUNCHER_KEY,
 ) -> LaunchReceipt:
-    """A hand-written launch receipt for ``startup_log``: by default its own digest, the
-    pid of its first launch's APIServer tags (else 1) and :data:`WITNESSED_START`."""
-    if pid is None:
-        pids = [p for launch in startup_log.launches for p in launch.api_server_pids]
-        pid = pids[0] if pids else 1
-    document = {
-        "schema": "vllm-evidence.launch-receipt/1",
-        "pid": pid,
-        "process_start_time_seconds": start,
-        "start_time_unavailable": None if start is not None else "no /proc here",
-        "argv": ["vllm", "serve", "/models/m"],
-        "host": "test-host",
-        "log_path": startup_log.source,
-        "log_bytes": startup_log.size_bytes if log_bytes is None else log_bytes,
-        "log_sha256": startup_log.sha256 if log_sha256 is None else log_sha256,
-    }
-    return parse_launch_receipt(json.dumps(document).encode())
+    """A launch receipt for ``startup_log``, as a launcher holding :data:`LAUNCHER_KEY`
+    writes it and a prober holding its public half reads it: by default its own digest,
+    the pid of its first launch's APIServer tags (else 1) and :data:`WITNESSED_START`,
+    signed by :data:`LAUNCHER_KEY` (``signed_by=None``: unsigned; another key: signed by
+    another key) and read under :data:`LAUNCHER_KEY`'s public half."""
+    document = receipt_document_for(
+        startup_log,
+        start=start,
+        pid=pid,
+        log_bytes=log_bytes,
+        log_sha256=log_sha256,
+        signed_by=signed_by,
+    )
+    return parse_launch_receipt(
+        json.dumps(document).encode(), verification_key=LAUNCHER_KEY.verification_key
+    )
 
 
 def receipt_file(path: Path, receipt: LaunchReceipt) -> Path:

@@ -75,6 +75,102 @@ def test_claims_are_the_literal_members_in_report_order() -> None:
     )
 
 
+def test_the_registry_is_the_one_list_of_the_claims() -> None:
+    """The registry, the ``Claim`` names, the assessment's fields, the document's keys
+    and the schema's ``decisions`` hold the same claims in the same order: adding a
+    decision and forgetting one of them fails here."""
+    from typing import get_type_hints
+
+    import attrs
+
+    from vllm_evidence.assessment import REGISTRY, Assessment
+    from vllm_evidence.output.assessment import DecisionsDocument
+    from vllm_evidence.serialize import schema
+
+    names = tuple(spec.name for spec in REGISTRY)
+    assert names == CLAIMS
+    fields = tuple(f.name for f in attrs.fields(Assessment))
+    assert fields == ("evidence", "startup_log", *names)
+    assert tuple(get_type_hints(DecisionsDocument)) == names
+    decisions = schema("assessment")["$defs"]["assessment"]["properties"]["decisions"]
+    assert tuple(decisions["properties"]) == names
+    assert tuple(decisions["required"]) == names
+    assert [spec.title for spec in REGISTRY] == [
+        "parallel layout",
+        "KV-cache capacity",
+        "served model",
+        "/health covers",
+        "one process",
+        "log is this server's",
+    ]
+
+
+def test_each_claim_is_decided_by_its_function_and_arms_are_named_by_the_registry() -> None:
+    """Each registered function decides its claim (the assessment holds its answer), the
+    arms the registry names are arms of that decision, and every other arm refuses."""
+    from typing import get_args, get_type_hints
+
+    from vllm_evidence.assessment import REGISTRY, claim_decisions, verdict
+
+    assessment = assess_witnessed(REAL, real_log())
+    decided = claim_decisions(assessment)
+    for spec in REGISTRY:
+        again = spec.decide(assessment.evidence)
+        assert type(again) is type(decided[spec.name])
+        assert again.reason is decided[spec.name].reason
+        arms = set(get_args(get_type_hints(spec.decide)["return"]))
+        assert set(spec.established) | set(spec.reported) < arms, spec.name
+        assert len(spec.established) == 1, spec.name
+        refusing = arms - set(spec.established) - set(spec.reported)
+        assert refusing, spec.name
+        # an arm's verdict is read from its class: a bare instance is enough to ask
+        assert {verdict(object.__new__(arm)) for arm in refusing} == {"refused"}
+    assert {claim: verdict(d) for claim, d in decided.items()} == {
+        **dict.fromkeys(CLAIMS, "established"),
+        "served_identity": "refused",  # the capture serves an alias of its path
+    }
+    alone = claim_decisions(assess(probe_stub()))
+    assert verdict(alone["parallel"]) == "refused"
+    assert verdict(alone["log_join"]) == "refused"
+    reported = assess(None, log(banner("0.20.0") + _two_line("1,000")))
+    assert verdict(reported.capacity) == "reported"
+
+
+def _two_line(tokens: str) -> str:
+    from tests._evidence import two_line_capacity
+
+    return two_line_capacity(tokens)
+
+
+def test_str_is_one_line_naming_what_was_read_and_the_answer() -> None:
+    """``str(assessment)`` is the short form: the target (or the log's launch), the
+    release, the summary; the report is ``output.report.render_report``."""
+    import re
+
+    probed = assess(probe_stub())
+    assert re.fullmatch(
+        r"Assessment\(http://127\.0\.0\.1:[0-9]+, vLLM 0\.32\.0, serving claims: 3 of 6 "
+        r"established — parallel refused: [^\n]+\)",
+        str(probed),
+    ), str(probed)
+    witnessed = assess_witnessed(REAL, real_log())
+    assert str(witnessed).endswith(
+        ", vLLM 0.32.0, serving claims: 5 of 6 established — served_identity refused: "
+        "served id(s) 'tiny-llama:q4-alias' are not derivable from the configured path "
+        "'/models/tiny- …)"
+    )
+    alone = assess(None, real_log())
+    assert str(alone).startswith("Assessment(startup log ")
+    assert " launch 0, vLLM 0.32.0, launch claims: " in str(alone)
+    assert str(assess()).startswith(
+        "Assessment(no evidence, vLLM (version unobserved), launch claims: 0 of 6 "
+        "established — parallel refused: "
+    )
+    for one in (probed, witnessed, alone):
+        assert "\n" not in str(one)
+        assert repr(one).startswith("Assessment(evidence=Evidence(")  # repr stays the fields
+
+
 def test_a_launch_claim_is_not_a_serving_claim() -> None:
     """A log alone establishes claims about its launch; claim_established answers for the
     serving process unless asked about the launch, and a serving claim is not a launch's."""

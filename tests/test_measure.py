@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from vllm_evidence.measure import (
     BasisPoint,
     BlockCount,
+    BlockSize,
     ByteCount,
     Concurrency,
     GiB,
@@ -213,3 +214,65 @@ def test_basis_points_past_eighteen_digits_are_out_of_range() -> None:
     result = BasisPoint.parse("123456789012345")
     assert isinstance(result, MeasureParseFailure)
     assert result.reason is ParseFailureReason.OUT_OF_RANGE
+
+
+# --- BlockSize: V0's --block-size choices, nothing else ---------------------------------
+
+
+@pytest.mark.parametrize("text", ["1", "8", "16", "32", "64", "128"])
+def test_every_block_size_v0_admits_is_read(text: str) -> None:
+    # BlockSize = Literal[1, 8, 16, 32, 64, 128] (v0.8.5 config.py L1290).
+    parsed = BlockSize.parse(text)
+    assert isinstance(parsed, BlockSize), parsed
+    assert parsed.value == int(text)
+    assert parsed.tokens == TokenCount(int(text))
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ("0", ParseFailureReason.NOT_A_BLOCK_SIZE),
+        ("2", ParseFailureReason.NOT_A_BLOCK_SIZE),
+        ("7", ParseFailureReason.NOT_A_BLOCK_SIZE),
+        ("24", ParseFailureReason.NOT_A_BLOCK_SIZE),
+        ("256", ParseFailureReason.NOT_A_BLOCK_SIZE),  # V1's larger sizes are not V0's
+        ("2048", ParseFailureReason.NOT_A_BLOCK_SIZE),  # Neuron's max_model_len
+        ("16.0", ParseFailureReason.NOT_AN_INTEGER),
+        ("-16", ParseFailureReason.NEGATIVE),
+        ("1,6", ParseFailureReason.SEPARATORS_NOT_ALLOWED),
+        ("", ParseFailureReason.EMPTY),
+    ],
+)
+def test_a_block_size_outside_v0s_choices_is_a_typed_failure(
+    text: str, reason: ParseFailureReason
+) -> None:
+    parsed = BlockSize.parse(text)
+    assert isinstance(parsed, MeasureParseFailure), parsed
+    assert (parsed.measure, parsed.reason) == ("BlockSize", reason)
+
+
+def test_a_derived_integer_is_a_block_size_only_inside_the_set() -> None:
+    assert BlockSize.of(16) == BlockSize(16)
+    for value, reason in (
+        (17, ParseFailureReason.NOT_A_BLOCK_SIZE),
+        (-1, ParseFailureReason.NEGATIVE),
+        (True, ParseFailureReason.NOT_AN_INTEGER),
+    ):
+        failed = BlockSize.of(value)
+        assert isinstance(failed, MeasureParseFailure), value
+        assert failed.reason is reason
+    with pytest.raises(ValueError, match="one of V0's block sizes"):
+        BlockSize(17)
+
+
+def test_the_block_sizes_between_two_bounds_are_the_sets_members_there() -> None:
+    assert BlockSize.between(9, 40) == (BlockSize(16), BlockSize(32))
+    assert BlockSize.between(16, 16) == (BlockSize(16),)
+    assert BlockSize.between(17, 31) == ()
+    assert BlockSize.between(129, 4096) == ()
+    assert BlockSize.between(8, 1) == ()
+
+
+def test_blocks_times_a_block_size_is_the_token_figure() -> None:
+    # 65,536 blocks of 16 tokens (issue 33's V0 launch): 1,048,576 tokens.
+    assert BlockCount(65_536).times_block_size(BlockSize(16)) == TokenCount(1_048_576)

@@ -17,6 +17,7 @@ import pytest
 
 from examples.policy import Admit, Hold, admit
 from tests._evidence import (
+    LAUNCHER_KEY,
     assess_witnessed,
     banner,
     bundle,
@@ -121,7 +122,10 @@ def test_the_five_cases_hold_hold_hold_hold_admit(case: str, admitted: bool) -> 
 def test_probe_require_exits_3_3_3_3_0(case: str, status: int, tmp_path: Path) -> None:
     with _door(case) as (url, log_path):
         receipt = receipt_file(tmp_path / "receipt.json", _receipt(log_path))
+        public = tmp_path / "launcher-public.pem"
+        public.write_bytes(LAUNCHER_KEY.verification_key.pem())
         argv = ["probe", url, "--startup-log", str(log_path), "--receipt", str(receipt)]
+        argv += ["--receipt-public-key", str(public)]
         out, err = io.StringIO(), io.StringIO()
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
             code = main([*argv, *REQUIRE])

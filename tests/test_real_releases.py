@@ -14,6 +14,7 @@ started minutes before.
 
 from __future__ import annotations
 
+import io
 import os
 from pathlib import Path
 
@@ -36,6 +37,7 @@ from vllm_evidence.readback.parallel import (
     independent_engines,
     resolve_from_log,
     stated_engines,
+    tree_engines,
 )
 
 REAL = Path(__file__).resolve().parent / "fixtures" / "real"
@@ -72,6 +74,9 @@ SCENARIOS: list[tuple[str, str, tuple[int, int, int], tuple[int, ...], tuple[int
     # The hybrid-attention model (NOTES.md: two sliding-window layers, one full-attention):
     # 'CPU KV cache size: 1,342,177 tokens' (line 54), the group-aware figure.
     ("vllm-0.32.0-cpu/tp1-hybrid", "0.32.0", (1, 1, 1), (0,), (1_342_177,)),
+    # Two engines of one worker each, with --enforce-eager: no compile-cache line; the
+    # shutdown's force-kill lines name each engine's worker (see below).
+    ("vllm-0.32.0-cpu/dp2-eager", "0.32.0", (1, 1, 2), (0, 1), (4_194_304, 4_194_304)),
 ]
 IDS = [s[0] for s in SCENARIOS]
 
@@ -109,11 +114,13 @@ def test_the_log_gives_the_launchs_version_sizes_ranks_and_capacity(
     assert got == sizes
     independent = independent_engines(launch, resolved)
     stated = stated_engines(launch)
+    trees = tree_engines(launch)
     mapped = sorted(
         {
             g
             for r in launch.ranks
-            if (g := global_rank(r, resolved, independent=independent, stated=stated)) is not None
+            if (g := global_rank(r, resolved, independent=independent, stated=stated, trees=trees))
+            is not None
         }
     )
     assert tuple(mapped) == ranks
@@ -409,37 +416,55 @@ def test_the_dp2_eager_probe_gives_every_verdict_but_parallel_as_its_launcher_ex
         assert "contradict" not in words, d
 
 
-_DP2_EAGER_RANKS = (
-    "issue 33: DP=2 --enforce-eager: each engine's one worker logs 'world_size=1 rank=0' "
-    "under a bare (Worker pid=N) tag (lines 54, 57) and no compile-cache line names its "
-    "engine; the product maps no global rank and refuses ranks_unattributed"
-)
-
-
-@pytest.mark.xfail(strict=True, reason=_DP2_EAGER_RANKS)
 def test_the_dp2_eager_log_maps_both_global_ranks() -> None:
-    """Two engines of world 1, two worker processes (pids 19927 and 19921), each in a world
-    of its own (its own distributed_init_method file): global ranks 0 and 1 are both
-    present, whichever worker is which engine's."""
+    """Two engines of world 1, two worker processes, each 'world_size=1 rank=0' under a
+    bare (Worker pid=N) tag (lines 54, 57) and no compile-cache line (nothing compiles).
+    At the shutdown the API server force-kills each engine core's process tree and names
+    each descendant: 'EngineCore_DP0 pid 19267' (line 213) then 'VLLM::Worker pid 19927'
+    (line 221), 'EngineCore_DP1 pid 19268' (line 222) then 'VLLM::Worker pid 19921'
+    (line 223).  So pid 19927 is engine 0's worker (global rank 0), pid 19921 engine 1's
+    (global rank 1)."""
     (launch,) = _log(DP2_EAGER).launches
     resolved = resolve_from_log(launch)
     assert isinstance(resolved, ResolvedParallel), resolved
     independent = independent_engines(launch, resolved)
     stated = stated_engines(launch)
+    trees = tree_engines(launch)
+    assert trees == {19927: (0, 221), 19921: (1, 223)}
     mapped = sorted(
         {
-            g
+            (g, r.pid)
             for r in launch.ranks
-            if (g := global_rank(r, resolved, independent=independent, stated=stated)) is not None
+            if (g := global_rank(r, resolved, independent=independent, stated=stated, trees=trees))
+            is not None
         }
     )
-    assert mapped == [0, 1]
+    assert mapped == [(0, 19927), (1, 19921)]
 
 
-@pytest.mark.xfail(strict=True, reason=_DP2_EAGER_RANKS)
+def test_the_dp2_eager_log_cut_before_its_shutdown_maps_no_global_rank() -> None:
+    """The same log up to its route table (line 167): no line yet ties a worker to its
+    engine, so neither rank is mapped, and the refusal says what 0.32.0 can print."""
+    text = (_dir(DP2_EAGER) / "startup.log").read_bytes()
+    head = b"".join(text.splitlines(keepends=True)[:167])
+    read = read_startup_log(io.BytesIO(head))
+    assert isinstance(read, StartupLog), read
+    (launch,) = read.launches
+    resolved = resolve_from_log(launch)
+    assert isinstance(resolved, ResolvedParallel), resolved
+    independent = independent_engines(launch, resolved)
+    assert independent
+    assert tree_engines(launch) == {}
+    assert [global_rank(r, resolved, independent=True) for r in launch.ranks] == [None] * 4
+    parallel = assess(None, read).parallel
+    assert not isinstance(parallel, ParallelEstablished), parallel
+    assert parallel.reason.value == "ranks_unattributed"
+    assert "force-kill lines list each engine core's worker processes" in parallel.remedy
+
+
 def test_the_dp2_eager_probe_establishes_its_layout() -> None:
     parallel = _assessment(DP2_EAGER).parallel
     assert isinstance(parallel, ParallelEstablished), parallel
     assert parallel.configuration.data_parallel_size == 2
-    assert tuple(r.rank for r in parallel.ranks) == (0, 1)
-    assert sorted(r.pid or 0 for r in parallel.ranks) == [19921, 19927]
+    got = [(r.rank, r.data_parallel_rank, r.pid) for r in parallel.ranks]
+    assert got == [(0, 0, 19927), (1, 1, 19921)]

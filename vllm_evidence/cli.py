@@ -91,7 +91,7 @@ def _main(argv: Sequence[str] | None) -> int:
     if handler is None:
         sys.stderr.write(
             "vllm-evidence: error: a command is required "
-            "(probe, explain, demo, log, laws, audit-upstream, launch, schema; see --help)\n"
+            "(probe, watch, explain, demo, log, laws, audit-upstream, launch, schema; see --help)\n"
         )
         return EXIT_USAGE
     status: int = handler(args)

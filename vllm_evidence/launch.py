@@ -10,14 +10,25 @@ process's start time, which vLLM's ``/metrics`` serves as ``process_start_time_s
 starts the command as a child, copies its stdout and stderr unchanged to the terminal
 (so ``kubectl logs`` and journald keep working) and to the log file, forwards SIGINT,
 SIGTERM, SIGHUP and SIGQUIT, exits with the child's status, and keeps a **launch
-receipt** (``vllm-evidence.launch-receipt/2``; ``vllm-evidence schema launch-receipt``)
+receipt** (``vllm-evidence.launch-receipt/3``; ``vllm-evidence schema launch-receipt``)
 up to date: the child's pid, its start time computed exactly as the process collector
 computes and prints it, the command line (secrets shown as ``***``), the host name, the
 log's path, how many bytes of the log were written with the SHA-256 of exactly those
-bytes, and ``log_write_failure``: ``null``, or where and why the log could not be
+bytes, ``log_write_failure``: ``null``, or where and why the log could not be
 written any further (``{"at_byte": N, "error": "No space left on device"}``; then
-``log_bytes`` is N and the log is incomplete from byte N).  The receipt is rewritten
-(atomically) as the log grows, and a last time when the child ends.
+``log_bytes`` is N and the log is incomplete from byte N), and ``signature``: the
+launcher's Ed25519 signature of the rest, under ``signing_key``
+(``--receipt-signing-key KEY.pem`` or ``VLLM_EVIDENCE_RECEIPT_SIGNING_KEY``;
+:mod:`vllm_evidence.capture.signing`), or ``null`` without one.  The receipt is
+rewritten (atomically, and signed again) as the log grows, and a last time when the
+child ends.
+
+**Why signed.**  A receipt is a file that crosses to whoever probes the server, and its
+start time is a number anyone can copy from ``/metrics``: an unsigned receipt, or one
+whose signature does not verify under the launcher's public key, joins no log.  The
+verifier holds only the public key, which cannot sign, so an orchestrator that checks
+the receipts of many pods cannot write one for any of them.  The key is never printed
+and never written into the receipt (only its id).
 
 The launcher never hurts the child (:mod:`vllm_evidence.capture.process`): its output is
 drained to the terminal whatever happens to the log (a failed log is said once, on
@@ -25,17 +36,26 @@ stderr, and recorded in the receipt), it dies with the launcher, and no signal a
 moment gives a traceback.  The log is opened without following a symbolic link (unless
 ``follow_symlinks``), must be a regular file, and must not be the receipt.
 
-``vllm-evidence probe URL --startup-log LOG --receipt FILE`` then reads the receipt,
-the log up to the receipt's length, and the front door: the log-join decision is
-established only when the front door is *seen* to carry the receipt's start time.
+``vllm-evidence probe URL --startup-log LOG --receipt FILE --receipt-public-key PUB``
+then reads the receipt (checking its signature), the log up to the receipt's length, and
+the front door: the log-join decision is established only when the receipt verified and
+the front door is *seen* to carry its start time.
 Where ``/proc`` cannot be read the launcher says so and the receipt carries no start
 time, and no log can be joined.
+
+**An observer** (:class:`LaunchObserver`; the gate, :mod:`vllm_evidence.gate.launcher`,
+is one) is told what the launcher itself observes: the child as it started, and the log
+as it grows, with a :class:`LogReader` over the launcher's own descriptor of the log, so
+that what the receipt says is read in the same process that saw it — no receipt file
+crosses.  With an observer the receipt file is optional, and without ``log`` the log is
+an anonymous temporary file (it exists only while the launcher runs).
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import io
 import json
 import os
 import socket
@@ -44,11 +64,15 @@ import sys
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any, BinaryIO
+from typing import IO, Any, BinaryIO, Protocol
 
-from vllm_evidence._converter import converter
 from vllm_evidence._scrub import scrub
-from vllm_evidence.adapters.receipt import RECEIPT_SCHEMA, LogWriteFailureRecord, ReceiptRecord
+from vllm_evidence.adapters.receipt import (
+    RECEIPT_SCHEMA,
+    LogWriteFailureRecord,
+    ReceiptRecord,
+    signed_receipt_document,
+)
 from vllm_evidence.capture.process import (
     ChildStarted,
     LogProgress,
@@ -56,19 +80,84 @@ from vllm_evidence.capture.process import (
     run_child,
     scrub_argv,
 )
+from vllm_evidence.capture.signing import SigningKey
 from vllm_evidence.errors import InputError
 
-__all__ = ["RECEIPT_SCHEMA", "launch", "receipt_document", "receipt_record"]
+__all__ = [
+    "RECEIPT_SCHEMA",
+    "LaunchObserver",
+    "LogReader",
+    "launch",
+    "receipt_document",
+    "receipt_record",
+]
 
 
-def receipt_document(record: ReceiptRecord) -> dict[str, Any]:
-    """The receipt's JSON document, through the package converter."""
-    document: dict[str, Any] = converter.unstructure(record)
-    return document
+class LogReader:
+    """The launcher's own log, read back through the launcher's own descriptor.
+
+    Reads are positioned (``os.pread``): the writer's offset is never moved, and the file
+    read is the one written, whatever happens to its path (renamed, replaced, unlinked).
+    """
+
+    def __init__(self, fd: int, name: str | None) -> None:
+        self._fd = fd
+        self.name = name
+        """The log's path as given (``None``: an anonymous temporary file)."""
+
+    def prefix(self, size: int) -> BinaryIO:
+        """A binary stream of the log's first ``size`` bytes (fewer if it is shorter)."""
+        if size < 0:
+            msg = f"size must not be negative, got {size}"
+            raise ValueError(msg)
+        return io.BufferedReader(_PositionedReads(self._fd, size))
 
 
-def _write_atomically(path: Path, record: ReceiptRecord) -> None:
-    text = json.dumps(receipt_document(record), indent=2) + "\n"
+class _PositionedReads(io.RawIOBase):
+    """``os.pread`` from offset 0 up to ``limit`` bytes: a raw stream over a shared fd."""
+
+    def __init__(self, fd: int, limit: int) -> None:
+        super().__init__()
+        self._fd = fd
+        self._limit = limit
+        self._at = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        view = memoryview(buffer).cast("B")
+        want = min(len(view), self._limit - self._at)
+        if want <= 0:
+            return 0
+        data = os.pread(self._fd, want, self._at)
+        view[: len(data)] = data
+        self._at += len(data)
+        return len(data)
+
+
+class LaunchObserver(Protocol):
+    """What is told, on the launcher's own thread, what the launcher observes."""
+
+    def started(self, child: ChildStarted, progress: LogProgress, log: LogReader) -> None:
+        """The child runs: its pid and start time, the log so far, and the log's reader."""
+
+    def progressed(self, progress: LogProgress) -> None:
+        """The log grew or failed (at most every half second), and once at the end."""
+
+
+def receipt_document(
+    record: ReceiptRecord, signing_key: SigningKey | None = None
+) -> dict[str, Any]:
+    """The receipt's JSON document, through the package converter: signed with
+    ``signing_key`` (Ed25519 over the canonical rest; ``None``: ``"signature": null``)."""
+    return signed_receipt_document(record, signing_key)
+
+
+def _write_atomically(
+    path: Path, record: ReceiptRecord, signing_key: SigningKey | None = None
+) -> None:
+    text = json.dumps(receipt_document(record, signing_key), indent=2) + "\n"
     fd, staging = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
@@ -131,12 +220,14 @@ def _same_file(receipt: Path, log: Path) -> bool:
     return (one.st_dev, one.st_ino) == (other.st_dev, other.st_ino)
 
 
-def _check_log(fd: int, path: Path, receipt: Path) -> None:
+def _check_log(fd: int, path: Path, receipt: Path | None) -> None:
     """The open log is a regular file, and not the receipt (by device and inode)."""
     opened = os.fstat(fd)
     if not stat.S_ISREG(opened.st_mode):
         msg = f"--log: {path} is not a regular file"
         raise InputError(msg)
+    if receipt is None:
+        return
     try:
         other = receipt.stat()
     except OSError:
@@ -146,11 +237,15 @@ def _check_log(fd: int, path: Path, receipt: Path) -> None:
         raise InputError(msg)
 
 
-def _open_log(path: Path, receipt: Path, *, follow_symlinks: bool) -> int:
-    """The log, open for writing and emptied: a regular file, reached without following
-    a symbolic link (unless ``follow_symlinks``), that is not the receipt.  Checked on
-    the open file before it is truncated; a FIFO is never waited on (``O_NONBLOCK``)."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK
+def _open_log(
+    path: Path, receipt: Path | None, *, follow_symlinks: bool, readable: bool = False
+) -> int:
+    """The log, open for writing (and reading, when ``readable``) and emptied: a regular
+    file, reached without following a symbolic link (unless ``follow_symlinks``), that is
+    not the receipt.  Checked on the open file before it is truncated; a FIFO is never
+    waited on (``O_NONBLOCK``)."""
+    access = os.O_RDWR if readable else os.O_WRONLY
+    flags = access | os.O_CREAT | os.O_CLOEXEC | os.O_NONBLOCK
     if not follow_symlinks:
         flags |= os.O_NOFOLLOW
     try:
@@ -186,7 +281,7 @@ def _open_log(path: Path, receipt: Path, *, follow_symlinks: bool) -> int:
 def launch(
     command: Sequence[str],
     *,
-    receipt: str | os.PathLike[str],
+    receipt: str | os.PathLike[str] | None = None,
     log: str | os.PathLike[str] | None = None,
     follow_symlinks: bool = False,
     stdout: BinaryIO | None = None,
@@ -194,29 +289,45 @@ def launch(
     notices: IO[str] | None = None,
     proc: str = "/proc",
     signals: SignalRelay | None = None,
+    observer: LaunchObserver | None = None,
+    signing_key: SigningKey | None = None,
 ) -> int:
     """Run ``command`` as a witnessed launch (see the module); return its exit status.
 
+    ``signing_key`` signs every receipt written (:class:`~vllm_evidence.capture.signing.
+    SigningKey`, :func:`~vllm_evidence.capture.signing.read_signing_key`); without one
+    the receipt is unsigned and joins no log (the gate's in-process join needs none).
+
     ``log`` is truncated first: the receipt digests the log from its first byte.
-    ``signals`` is the caller's installed relay (see :func:`run_child`).
+    ``signals`` is the caller's installed relay (see :func:`run_child`).  ``observer``
+    is told what the launcher observes (:class:`LaunchObserver`); with one, ``receipt``
+    may be ``None`` (no file is written) and, without ``log``, the log is an anonymous
+    temporary file the observer reads through its :class:`LogReader`.
     Raises :class:`~vllm_evidence.errors.InputError` (before anything runs) for an empty
-    command, a receipt or log path in no directory, a receipt that is a directory, a log
-    that is a symbolic link (without ``follow_symlinks``), not a regular file, or the
-    receipt itself, or a command that cannot be started.
+    command, no receipt and no observer, a receipt or log path in no directory, a receipt
+    that is a directory, a log that is a symbolic link (without ``follow_symlinks``), not
+    a regular file, or the receipt itself, or a command that cannot be started.
     """
     if not command:
         msg = "no command to launch (give it after --)"
         raise InputError(msg)
-    receipt_path = Path(receipt)
+    if receipt is None and observer is None:
+        msg = "give --receipt FILE (or --serve HOST:PORT): a launch witnesses its log"
+        raise InputError(msg)
+    given: object = signing_key  # callers outside mypy can pass anything
+    if given is not None and not isinstance(given, SigningKey):
+        msg = f"signing_key must be a SigningKey (read_signing_key), not {type(given).__name__}"
+        raise InputError(msg)
+    receipt_path = None if receipt is None else Path(receipt)
     log_path = None if log is None else Path(log)
     for name, path in (("--receipt", receipt_path), ("--log", log_path)):
         if path is not None and not path.parent.is_dir():
             msg = f"{name}: {path.parent} is not a directory"
             raise InputError(msg)
-    if receipt_path.is_dir():
+    if receipt_path is not None and receipt_path.is_dir():
         msg = f"--receipt: {receipt_path} is a directory"
         raise InputError(msg)
-    if log_path is not None and _same_file(receipt_path, log_path):
+    if receipt_path is not None and log_path is not None and _same_file(receipt_path, log_path):
         msg = f"--receipt and --log name the same file ({receipt_path}): the log would be lost"
         raise InputError(msg)
     say = notices if notices is not None else sys.stderr
@@ -237,13 +348,20 @@ def launch(
         if progress.failure is not None and not log_failed:
             log_failed.append(progress.failure.error)
             notice(
-                f"cannot write the log {log_path} past byte {progress.failure.at_byte} "
-                f"({progress.failure.error}); the child keeps running, its output reaches "
-                "this terminal only, and the receipt records the log as incomplete from there"
+                f"cannot write the log {log_path or '(temporary)'} past byte "
+                f"{progress.failure.at_byte} ({progress.failure.error}); the child keeps "
+                "running, its output reaches this terminal only, and the receipt records "
+                "the log as incomplete from there"
             )
+        if observer is not None:
+            observer.progressed(progress)
+        if receipt_path is None:
+            return
         try:
             _write_atomically(
-                receipt_path, receipt_record(started[0], argv, host, shown_log, progress)
+                receipt_path,
+                receipt_record(started[0], argv, host, shown_log, progress),
+                signing_key,
             )
         except OSError as exc:
             if not failed:
@@ -253,20 +371,32 @@ def launch(
                     f"({exc.strerror or type(exc).__name__}); the child keeps running"
                 )
 
-    def on_start(child: ChildStarted, progress: LogProgress) -> None:
-        started.append(child)
-        if child.start_time is None:
-            notice(
-                f"{child.start_time_unavailable}: the receipt carries no start time, "
-                "so no log can be joined to this server"
-            )
-        write(progress)
-
     with contextlib.ExitStack() as stack:
         fd = None
         if log_path is not None:
-            fd = _open_log(log_path, receipt_path, follow_symlinks=follow_symlinks)
+            fd = _open_log(
+                log_path,
+                receipt_path,
+                follow_symlinks=follow_symlinks,
+                readable=observer is not None,
+            )
             stack.callback(os.close, fd)
+        elif observer is not None:
+            fd = _anonymous_log()
+            stack.callback(os.close, fd)
+        reader = None if fd is None else LogReader(fd, shown_log)
+
+        def on_start(child: ChildStarted, progress: LogProgress) -> None:
+            started.append(child)
+            if child.start_time is None:
+                notice(
+                    f"{child.start_time_unavailable}: the receipt carries no start time, "
+                    "so no log can be joined to this server"
+                )
+            if observer is not None and reader is not None:
+                observer.started(child, progress, reader)
+            write(progress)
+
         try:
             return run_child(
                 command,
@@ -283,3 +413,16 @@ def launch(
                 raise
             msg = f"cannot start {argv[0]!r}: {exc.strerror or type(exc).__name__}"
             raise InputError(msg) from None
+
+
+def _anonymous_log() -> int:
+    """A log file with no name (it lives while the launcher holds it), readable and
+    writable; an :class:`InputError` when the temporary directory cannot hold one."""
+    try:
+        handle = tempfile.TemporaryFile(prefix="vllm-evidence-launch-", suffix=".log")  # noqa: SIM115  # its fd outlives this function
+    except OSError as exc:
+        msg = f"cannot make a temporary log ({exc.strerror or type(exc).__name__}); give --log FILE"
+        raise InputError(msg) from None
+    fd = os.dup(handle.fileno())
+    handle.close()
+    return fd

@@ -3,6 +3,8 @@
 Every measure is a small frozen value type with one meaning:
 
 * :class:`TokenCount`, :class:`BlockCount`, :class:`ByteCount`: non-negative integers;
+* :class:`BlockSize`: a V0 KV-cache block size, one of the values V0's ``--block-size``
+  admits (:data:`V0_BLOCK_SIZES`), never any other integer;
 * :class:`BasisPoint`: a fraction in basis points (``"0.86"`` is 8600 bp, ``"0.855"``
   is 8550 bp — two different settings), never a float;
 * :class:`Concurrency`: a non-negative exact decimal factor (``"2048.00"`` keeps
@@ -33,8 +35,10 @@ import attrs
 from vllm_evidence._seal import Sealed, minter
 
 __all__ = [
+    "V0_BLOCK_SIZES",
     "BasisPoint",
     "BlockCount",
+    "BlockSize",
     "ByteCount",
     "Concurrency",
     "GiB",
@@ -73,6 +77,8 @@ class ParseFailureReason(enum.Enum):
     """More digits than any count vLLM prints (and than Python's ``int()`` will read)."""
     SEPARATORS_NOT_ALLOWED = "separators_not_allowed"
     MALFORMED_SEPARATORS = "malformed_separators"
+    NOT_A_BLOCK_SIZE = "not_a_block_size"
+    """An integer that is none of the block sizes V0 admits (:data:`V0_BLOCK_SIZES`)."""
 
 
 @final
@@ -233,12 +239,79 @@ class BlockCount:
             return NotImplemented
         return BlockCount(self.value + other.value)
 
-    def times_block_size(self, block_size: TokenCount) -> TokenCount:
+    def times_block_size(self, block_size: TokenCount | BlockSize) -> TokenCount:
         """Blocks × tokens per block.  Only V0 capacity is this product; see the laws."""
         return TokenCount(self.value * block_size.value)
 
     def __str__(self) -> str:
         return f"{self.value:,} blocks"
+
+
+#: The KV-cache block sizes a V0 launch can run with: ``BlockSize = Literal[1, 8, 16, 32,
+#: 64, 128]`` (v0.8.5 ``config.py`` L1290, v0.9.2 ``config.py`` L1476, v0.10.1.1 and
+#: v0.10.2 ``config/cache.py`` L24), which ``--block-size`` takes as its ``choices``
+#: (``EngineArgs.get_kwargs``: ``choices = sorted(get_args(Literal))``, v0.8.5
+#: ``engine/arg_utils.py`` L153-157, the argument L556); v0.6.6.post1 gives
+#: ``choices=[8, 16, 32, 64, 128]`` (``engine/arg_utils.py`` L428-436), a subset.  A launch
+#: that gives none takes its platform's default, also in the set (16, or 128 with IPEX on
+#: CPU: v0.8.5 ``platforms/cpu.py`` L74-75; 16 on CPU in v0.6.6.post1 ``platforms/cpu.py``
+#: L63-64; 128 on HPU, 32 or 16 with OpenVINO).  Neuron alone sets the block size to
+#: ``max_model_len`` (v0.6.6.post1 ``platforms/neuron.py`` L38-39, v0.8.5 L51-52): such a
+#: launch's block size is no :class:`BlockSize`, and is refused, never read as one.
+V0_BLOCK_SIZES: tuple[int, ...] = (1, 8, 16, 32, 64, 128)
+
+
+def _check_block_size(instance: object, attribute: attrs.Attribute[int], value: int) -> None:
+    _check_count(instance, attribute, value)
+    if value not in V0_BLOCK_SIZES:
+        msg = f"{attribute.name} must be one of V0's block sizes {V0_BLOCK_SIZES}, got {value!r}"
+        raise ValueError(msg)
+
+
+@final
+@attrs.frozen(order=True)
+class BlockSize:
+    """A V0 KV-cache block size in tokens: one of :data:`V0_BLOCK_SIZES`.
+
+    ``BlockSize(7)`` raises; :meth:`parse` and :meth:`of` return a typed failure instead
+    (``not_a_block_size``), so a derived integer outside the set is refused, never taken
+    for a block size.
+    """
+
+    value: int = attrs.field(validator=_check_block_size)
+
+    @classmethod
+    def parse(cls, text: str) -> Self | MeasureParseFailure:
+        """Parse ``"16"``: a plain integer that is one of V0's block sizes."""
+        parsed = _parse_int(cls.__name__, text, thousands=False)
+        if isinstance(parsed, MeasureParseFailure):
+            return parsed
+        return cls.of(parsed)
+
+    @classmethod
+    def of(cls, value: int) -> Self | MeasureParseFailure:
+        """The block size ``value`` is, or a typed failure when it is none of the set."""
+        if type(value) is not int:  # a bool, a float: not an integer
+            return _fail(cls.__name__, value, ParseFailureReason.NOT_AN_INTEGER)
+        if value < 0:
+            return _fail(cls.__name__, str(value), ParseFailureReason.NEGATIVE)
+        if value not in V0_BLOCK_SIZES:
+            return _fail(cls.__name__, str(value), ParseFailureReason.NOT_A_BLOCK_SIZE)
+        return cls(value)
+
+    @classmethod
+    def between(cls, low: int, high: int) -> tuple[BlockSize, ...]:
+        """Every block size from ``low`` to ``high`` inclusive, ascending (none when
+        ``low > high``)."""
+        return tuple(BlockSize(v) for v in V0_BLOCK_SIZES if low <= v <= high)
+
+    @property
+    def tokens(self) -> TokenCount:
+        """The block size as a token count."""
+        return TokenCount(self.value)
+
+    def __str__(self) -> str:
+        return f"{self.value} tokens per block"
 
 
 @final

@@ -17,10 +17,12 @@ law table            :func:`laws_document`                  ``laws``
 upstream audit       :func:`audit_document`                 ``audit``
 capture manifest     :func:`manifest_document`              ``capture-manifest``
 launch receipt       :func:`receipt_document`               ``launch-receipt``
+watch round          ``watch.round_document``               ``watch-round``
+watch transition     ``watch.transition_document``          ``watch-transition``
 ===================  =====================================  ==========================
 
 Going back is re-derivation only: :func:`dumps` writes an assessment's raw evidence
-(``vllm-evidence.evidence/1``) and :func:`loads` runs the parsers and decisions over it
+(``vllm-evidence.evidence/3``) and :func:`loads` runs the parsers and decisions over it
 again, refusing when the bytes do not reproduce the recorded digests and verdicts (see
 :mod:`vllm_evidence.rederive`).  Pickling a sealed value works the same way.
 
@@ -70,6 +72,8 @@ SCHEMA_NAMES: tuple[str, ...] = (
     "audit",
     "capture-manifest",
     "launch-receipt",
+    "watch-round",
+    "watch-transition",
 )
 
 

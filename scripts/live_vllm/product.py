@@ -42,6 +42,7 @@ def product_capture(run: Run, server: Server, out: Path) -> list[str]:
     argv = [*base, "--startup-log", str(server.log_path), "--json"]
     if server.scenario.launched and server.receipt_path.exists():
         argv += ["--receipt", str(server.receipt_path)]
+        argv += ["--receipt-public-key", str(run.receipt_keys[1])]
     witnessed = run_product(argv, run)
     facts.append(
         "- `vllm-evidence probe URL --startup-log startup.log"
@@ -117,7 +118,7 @@ def product_probe(run: Run, out: Path, name: str, log_path: Path, receipt: Path 
         "--json",
     ]
     if receipt is not None:
-        argv += ["--receipt", str(receipt)]
+        argv += ["--receipt", str(receipt), "--receipt-public-key", str(run.receipt_keys[1])]
     proc = subprocess.run(
         argv, capture_output=True, timeout=REQUEST_TIMEOUT_S * 4, check=False, cwd=REPO
     )

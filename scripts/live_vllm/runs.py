@@ -7,6 +7,8 @@ from __future__ import annotations
 import os
 import re
 import secrets
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +30,19 @@ from live_vllm.scenarios import Scenario
 from live_vllm.shim import shim_path
 
 __all__ = ["Run", "user_name"]
+
+#: Write a fresh Ed25519 key pair: the private key (mode 0600) to argv[1], its public
+#: half to argv[2].
+_MAKE_KEYS = """
+import os, sys
+from vllm_evidence.capture.signing import SigningKey
+key = SigningKey.generate()
+fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+with os.fdopen(fd, "wb") as out:
+    out.write(key.private_pem())
+with open(sys.argv[2], "wb") as out:
+    out.write(key.verification_key.pem())
+"""
 
 
 @dataclass
@@ -64,6 +79,25 @@ class Run:
     def tmp(self) -> Path:
         """The servers' temporary directory."""
         return self.root / "tmp"
+
+    @property
+    def receipt_keys(self) -> tuple[Path, Path]:
+        """The run's launcher key pair, made on first use: the Ed25519 private key the
+        launcher signs its receipts with (mode 0600) and the public key every probe given
+        a receipt verifies it under (a receipt no key vouches for joins no log)."""
+        directory = self.root / "keys"
+        private, public = directory / "receipt-signing.pem", directory / "receipt-public.pem"
+        if not (private.is_file() and public.is_file()):
+            # Made by the product itself, in a process of its own (this package stays in
+            # the standard library and uses the product only as a user does).
+            directory.mkdir(parents=True, exist_ok=True)
+            subprocess.run(
+                [sys.executable, "-c", _MAKE_KEYS, str(private), str(public)],
+                check=True,
+                cwd=REPO,
+                timeout=120,
+            )
+        return private, public
 
     def argv(self, scenario: Scenario) -> list[str]:
         """The vLLM API server command line of ``scenario`` (the launcher's command, when
@@ -188,6 +222,9 @@ class Run:
             str(REPO),
             f"{Path.home()}/",
         }
+        private = self.root / "keys" / "receipt-signing.pem"
+        if private.is_file():  # the launcher's private key, line by line
+            items |= {line for line in private.read_text("ascii").splitlines() if "-" not in line}
         return sorted(i for i in items if i and i != "/")
 
 

@@ -32,10 +32,13 @@ from live_vllm.scenarios import Scenario
 __all__ = ["Server", "dist_ids", "free_port", "launcher_argv"]
 
 
-def launcher_argv(command: Sequence[str], *, receipt: Path, log_path: Path) -> list[str]:
-    """The launch witness: ``vllm-evidence launch --receipt R --log L -- COMMAND`` run by
-    this interpreter (the launcher tees the command's output to the log and to its own
-    stdout and stderr, and writes the receipt)."""
+def launcher_argv(
+    command: Sequence[str], *, receipt: Path, log_path: Path, signing_key: Path
+) -> list[str]:
+    """The launch witness: ``vllm-evidence launch --receipt R --log L
+    --receipt-signing-key K -- COMMAND`` run by this interpreter (the launcher tees the
+    command's output to the log and to its own stdout and stderr, and writes the receipt,
+    signed with the run's key)."""
     return [
         sys.executable,
         "-m",
@@ -45,6 +48,8 @@ def launcher_argv(command: Sequence[str], *, receipt: Path, log_path: Path) -> l
         str(receipt),
         "--log",
         str(log_path),
+        "--receipt-signing-key",
+        str(signing_key),
         "--",
         *command,
     ]
@@ -85,7 +90,12 @@ class Server:
         argv = self.run.argv(self.scenario)
         sink = self.log_path
         if self.scenario.launched:
-            argv = launcher_argv(argv, receipt=self.receipt_path, log_path=self.log_path)
+            argv = launcher_argv(
+                argv,
+                receipt=self.receipt_path,
+                log_path=self.log_path,
+                signing_key=self.run.receipt_keys[0],
+            )
             sink = self.terminal_path
         with sink.open("wb") as logf:
             self.proc = subprocess.Popen(

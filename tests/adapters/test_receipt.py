@@ -31,6 +31,7 @@ from vllm_evidence.launch import receipt_document
 
 V1 = "vllm-evidence.launch-receipt/1"
 V2 = "vllm-evidence.launch-receipt/2"
+V3 = "vllm-evidence.launch-receipt/3"
 SHA = "ab" * 32
 
 #: Peak traced allocation allowed to read one small hostile receipt (a few KB are
@@ -129,8 +130,8 @@ def test_a_log_write_failure_is_read_into_the_typed_receipt() -> None:
 
 
 def test_the_launcher_writes_the_current_schema_and_the_reader_takes_it() -> None:
-    assert RECEIPT_SCHEMA == V2
-    assert RECEIPT_SCHEMAS == (V1, V2)
+    assert RECEIPT_SCHEMA == V3
+    assert RECEIPT_SCHEMAS == (V1, V2, V3)
     record = ReceiptRecord(
         schema=RECEIPT_SCHEMA,
         pid=7,
@@ -145,6 +146,7 @@ def test_the_launcher_writes_the_current_schema_and_the_reader_takes_it() -> Non
     )
     document = receipt_document(record)
     assert document["log_write_failure"] == {"at_byte": 10, "error": "EIO"}
+    assert document["signature"] is None  # no signing key: unsigned
     receipt = parse_launch_receipt(json.dumps(document).encode())
     assert receipt.log_write_failure is not None
     assert (receipt.log_write_failure.at_byte, receipt.log_write_failure.error) == (10, "EIO")
@@ -263,7 +265,7 @@ def test_a_million_digit_integer_is_refused_in_linear_memory() -> None:
 @pytest.mark.parametrize(
     ("changes", "needle"),
     [
-        ({"schema": "vllm-evidence.launch-receipt/3"}, "schema must be one of"),
+        ({"schema": "vllm-evidence.launch-receipt/4"}, "schema must be one of"),
         ({"schema": None}, "not null"),
         ({"pid": True}, "'pid' must be an integer, not a boolean"),
         ({"pid": "4242"}, "'pid' must be an integer, not a string"),
@@ -310,6 +312,13 @@ def test_a_v1_receipt_does_not_carry_log_write_failure() -> None:
     # /1 has no such field: a /1 receipt that names it is not one the launcher wrote.
     line = _refusal(_bytes(schema=V1, log_write_failure=None))
     assert "unknown field(s) 'log_write_failure' for vllm-evidence.launch-receipt/1" in line
+
+
+def test_a_v2_receipt_does_not_carry_a_signature() -> None:
+    # /2 has no such field; a /3 receipt may (null: unsigned).
+    line = _refusal(_bytes(signature=None))
+    assert "unknown field(s) 'signature' for vllm-evidence.launch-receipt/2" in line
+    assert parse_launch_receipt(_bytes(schema=V3, signature=None)).signer_key_id is None
 
 
 @pytest.mark.parametrize(

@@ -33,8 +33,8 @@ from vllm_evidence.audit import (
 from vllm_evidence.audit.installed import app_routes
 from vllm_evidence.upstream import (
     CacheConfigLabelsLaw,
+    CapacityFormat,
     CapacityLaw,
-    CapacityLogFormat,
     CapacityLogFormatLaw,
     CapacitySource,
     Route,
@@ -193,8 +193,8 @@ logger.info("Maximum concurrency for %s tokens per request: %.2fx", a, b)
 
 
 def test_format_strings_found_across_adjacent_literals() -> None:
-    assert capacity_formats_in_source(ONE_LINE_SOURCE) == {CapacityLogFormat.ONE_LINE}
-    assert capacity_formats_in_source(TWO_LINE_SOURCE) == {CapacityLogFormat.TWO_LINE}
+    assert capacity_formats_in_source(ONE_LINE_SOURCE) == {CapacityFormat.V1_ONE_LINE}
+    assert capacity_formats_in_source(TWO_LINE_SOURCE) == {CapacityFormat.V1_TWO_LINE}
     assert capacity_formats_in_source("x = 1") == frozenset()
     assert capacity_formats_in_source("def (:") == frozenset()
 
@@ -229,7 +229,7 @@ def test_the_two_line_format_needs_both_of_its_lines() -> None:
     concurrency_only = 'logger.info("Maximum concurrency for %s tokens per request: %.2fx", a)\n'
     assert capacity_formats_in_source(size_only) == frozenset()
     assert capacity_formats_in_source(concurrency_only) == frozenset()
-    assert capacity_formats_in_source(size_only + concurrency_only) == {CapacityLogFormat.TWO_LINE}
+    assert capacity_formats_in_source(size_only + concurrency_only) == {CapacityFormat.V1_TWO_LINE}
 
 
 # --- routes ---------------------------------------------------------------------------

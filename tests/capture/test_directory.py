@@ -38,7 +38,7 @@ def test_probe_save_load_round_trip(tmp_path: Path) -> None:
     assert isinstance(loaded.world_size, NotFound)
     assert isinstance(front_door_join(loaded), JoinedIncarnation)
     manifest = json.loads((saved / MANIFEST).read_text())
-    assert manifest["schema"] == "vllm-evidence/capture-manifest/2"
+    assert manifest["schema"] == "vllm-evidence/capture-manifest/3"
     assert manifest["batch_id"] == batch.batch_id
     assert manifest["target"] == door.url
     assert (saved / "metrics.body").read_bytes() == (REAL / "metrics.body").read_bytes()

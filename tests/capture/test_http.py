@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import shutil
 import threading
 from collections.abc import Iterator
@@ -34,9 +35,17 @@ from vllm_evidence.adapters.outcome import (
 from vllm_evidence.adapters.server_info import ServerInfo
 from vllm_evidence.adapters.version import SelfReportedVersion
 from vllm_evidence.adapters.world_size import WorldSizeProduct
+from vllm_evidence.capture._wire import ProbeClient
 from vllm_evidence.capture.batch import NOT_SENT_DETAILS, CaptureBatch, ExchangeRole, Transport
 from vllm_evidence.capture.directory import save
-from vllm_evidence.capture.http import RouteClient, clean_target, probe, probe_sync
+from vllm_evidence.capture.http import (
+    ProbeSession,
+    ProbeSettings,
+    _RouteClient,
+    clean_target,
+    probe,
+    probe_sync,
+)
 from vllm_evidence.cli import main
 from vllm_evidence.decisions import JoinedIncarnation, JoinReason, JoinUnestablished
 from vllm_evidence.errors import InputError
@@ -116,11 +125,14 @@ def test_session_guard_sees_the_probes_requests(stub_request_log: list[StubReque
 
 def test_route_client_accepts_only_probe_readable_routes() -> None:
     async def attempt(route: object) -> None:
-        import httpx
-
-        async with httpx.AsyncClient() as client:
-            layer = RouteClient(
-                client, "http://127.0.0.1:9", max_body_bytes=1, timeout_s=1, deadline=0
+        async with ProbeClient() as client:
+            layer = _RouteClient(
+                client,
+                "http://127.0.0.1:9",
+                max_body_bytes=1,
+                timeout_s=1,
+                deadline=0,
+                headers=[],
             )
             await layer.get(route)  # type: ignore[arg-type]  # the point: a non-Route is refused
 
@@ -452,23 +464,21 @@ def test_a_fleet_row_names_a_refused_base_path(capsys: pytest.CaptureFixture[str
 
 
 # --------------------------------------------------------------------------------
-# One client shared by every target of a run.
+# One session shared by every target of a run.
 
 
-def test_a_shared_client_reads_each_target_like_its_own_client() -> None:
-    from vllm_evidence.capture.http import new_client
-
-    key = "sk-shared-client-5521"
+def test_a_session_reads_each_target_like_a_lone_probe() -> None:
+    key = "sk-shared-session-5521"
 
     async def both(a: str, b: str) -> tuple[list[tuple[str, str]], list[tuple[str, str]]]:
-        async with new_client() as client:
+        async with ProbeSession() as session:
             batch_a, batch_b = await asyncio.gather(
-                probe(a, client=client, api_key=key),
-                probe(b, client=client),
+                session.probe(a, api_key=key),
+                session.probe(b),
             )
             # each server's connections close when its probe ends: what is open is
             # bounded by the servers being read, not by the servers read so far
-            assert client.open_servers == 0
+            assert session.open_servers == 0
         return list(batch_a.request_lines()), list(batch_b.request_lines())
 
     with serve_capture(REAL, api_key=key) as a, serve_capture(REAL) as b:
@@ -479,7 +489,7 @@ def test_a_shared_client_reads_each_target_like_its_own_client() -> None:
     assert sorted(sent_a) == sorted(sent_b)
     assert {(r.method, r.path) for r in got_a} == set(sent_a)
     # the key goes with its own target's requests only, and the headers are the same
-    # with a shared client as with a probe's own
+    # in a session as in a lone probe
     assert all(dict(r.headers).get("authorization") == f"Bearer {key}" for r in got_a)
     assert all("authorization" not in dict(r.headers) for r in got_b)
     shared_headers = {tuple(k for k, _ in r.headers) for r in got_b[: len(got_b) // 2]}
@@ -488,44 +498,30 @@ def test_a_shared_client_reads_each_target_like_its_own_client() -> None:
     assert [e.route for e in alone.exchanges] == [r for r in PROBE_ROUTES if r is not Route.METRICS]
 
 
-def test_a_client_that_could_rewrite_a_request_is_refused() -> None:
-    import httpx
+def test_a_closed_session_takes_no_more_probes() -> None:
+    async def run() -> None:
+        session = ProbeSession()
+        await session.aclose()
+        await session.probe("http://127.0.0.1:9")
 
-    async def rewrite(request: httpx.Request) -> None:
-        request.url = request.url.copy_with(raw_path=b"/collective_rpc")
-
-    async def attempt(client: httpx.AsyncClient) -> None:
-        async with client:
-            await probe("http://127.0.0.1:9", client=client)
-
-    for client in (
-        httpx.AsyncClient(event_hooks={"request": [rewrite]}),
-        httpx.AsyncClient(auth=("user", "pw")),
-    ):
-        with pytest.raises(InputError, match="closed route set"):
-            asyncio.run(attempt(client))
+    with pytest.raises(InputError, match="session is closed"):
+        asyncio.run(run())
 
 
 def test_verify_takes_a_ca_file_or_a_context(tmp_path: Path) -> None:
     import ssl
 
-    from vllm_evidence.capture.http import new_client
-
-    async def make(verify: bool | str | ssl.SSLContext) -> None:
-        async with new_client(verify=verify):
-            pass
-
-    asyncio.run(make(ssl.create_default_context()))
-    asyncio.run(make(False))
+    ProbeSession(ProbeSettings(verify=ssl.create_default_context()))
+    ProbeSession(ProbeSettings(verify=False))
     bad = tmp_path / "ca.pem"
     bad.write_text("not a certificate", encoding="utf-8")
     with pytest.raises(InputError, match="cannot load CA certificates"):
-        asyncio.run(make(str(bad)))
+        ProbeSession(ProbeSettings(verify=str(bad)))
 
 
-def test_no_import_is_retried_on_every_request() -> None:
-    # httpcore imports sniffio at every lock it makes; anyio >= 4.11 no longer depends
-    # on it, so without it declared each request retried a failed import (~56 a probe).
+def test_no_module_is_looked_up_again_on_later_probes() -> None:
+    # httpcore once imported sniffio at every lock it made (~56 failed imports a probe
+    # when sniffio was missing): a probe after the first imports nothing.
     import sys
 
     looked_up: list[str] = []
@@ -534,21 +530,15 @@ def test_no_import_is_retried_on_every_request() -> None:
         def find_spec(self, name: str, path: object = None, target: object = None) -> None:
             looked_up.append(name)
 
-    import httpx
-
-    async def three(url: str) -> None:
-        # the httpx path: a caller's own client (the probe's own connections use no httpx)
-        async with httpx.AsyncClient() as client:
+    with serve_capture(REAL) as door:
+        probe_sync(door.url)
+        sys.meta_path.insert(0, Spy())
+        try:
             for _ in range(3):
-                await probe(url, client=client)
-
-    sys.meta_path.insert(0, Spy())
-    try:
-        with serve_capture(REAL) as door:
-            asyncio.run(three(door.url))
-    finally:
-        sys.meta_path.pop(0)
-    assert looked_up.count("sniffio") == 0
+                probe_sync(door.url)
+        finally:
+            sys.meta_path.pop(0)
+    assert looked_up == []
 
 
 # --------------------------------------------------------------------------------
@@ -599,61 +589,51 @@ def test_request_lines_survive_saving_and_loading(tmp_path: Path) -> None:
     assert len(batch.request_lines()) == 4 + len(PROBE_ROUTES) - 1
 
 
-def test_probe_sync_takes_a_shared_client_like_probe() -> None:
-    from vllm_evidence.capture.http import new_client
-
-    client = new_client()
-    try:
-        with serve_capture(REAL) as door:
-            first = probe_sync(door.url, client=client)
-            second = probe_sync(door.url, client=client)
-            received = [(r.method, r.path) for r in door.requests]
-    finally:
-        asyncio.run(client.aclose())
-    assert sorted(first.request_lines() + second.request_lines()) == sorted(received)
-    assert first.request_lines() == second.request_lines()
+#: A response's ``Date`` is the second it was sent in (RFC 9110 IMF-fixdate).
+_HTTP_DATE = re.compile(r"[A-Z][a-z]{2}, \d{2} [A-Z][a-z]{2} \d{4} \d{2}:\d{2}:\d{2} GMT")
 
 
-def test_probe_refuses_a_client_with_request_hooks() -> None:
-    import httpx
+def _seen(batch: CaptureBatch) -> list[tuple[object, ...]]:
+    """What two probes of one stub must read alike: everything but the ``Date`` value.
 
-    async def hook(request: httpx.Request) -> None:
-        return None
-
-    async def run() -> None:
-        async with httpx.AsyncClient(event_hooks={"request": [hook]}) as client:
-            await probe("http://127.0.0.1:1", client=client)
-
-    with pytest.raises(InputError, match="no auth and no request hooks"):
-        asyncio.run(run())
-
-
-def _undated(headers: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
-    return tuple((name, value) for name, value in headers if name != "date")
+    The stub's ``Date`` is the second it answered in, so two probes (or one probe's two
+    ends) may straddle a second: its value is checked to be a date, and compared by
+    nothing else; the other headers, in order, are compared whole."""
+    rows: list[tuple[object, ...]] = []
+    for e in batch.all_exchanges():
+        dates = [value for name, value in e.headers if name == "date"]
+        assert len(dates) == 1
+        assert _HTTP_DATE.fullmatch(dates[0]), dates
+        headers = tuple((n, "<date>" if n == "date" else v) for n, v in e.headers)
+        rows.append((e.route, e.role, e.transport, e.status, e.body, e.detail, headers))
+    return rows
 
 
-def test_a_callers_httpx_client_and_the_probes_own_connections_read_the_same_batch() -> None:
-    import httpx
+@pytest.fixture
+def patient_reuse(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reused connection waits 30 s (not 1 s) for its first byte before the request is
+    sent again: on a loaded machine a stub thread can take a second to answer, and a
+    request sent twice reads the same answer but another detail and request log."""
+    from vllm_evidence.capture import _wire
 
-    async def with_httpx(url: str) -> CaptureBatch:
-        async with httpx.AsyncClient() as client:
-            return await probe(url, client=client)
+    monkeypatch.setattr(_wire, "REUSE_SILENCE_S", 30.0)
+
+
+@pytest.mark.usefixtures("patient_reuse")
+def test_a_sessions_probe_and_a_lone_probe_read_the_same_batch() -> None:
+    async def in_session(url: str) -> CaptureBatch:
+        async with ProbeSession() as session:
+            await session.probe(url)  # its connections are closed after it: a fresh start
+            return await session.probe(url)
 
     with serve_capture(REAL) as door:
-        own = probe_sync(door.url)
-        theirs = asyncio.run(with_httpx(door.url))
-
-    def seen(batch: CaptureBatch) -> list[tuple[object, ...]]:
-        return [
-            # the stub's Date header is the second it answered in: two probes may straddle one
-            (e.route, e.role, e.transport, e.status, e.body, e.detail, _undated(e.headers))
-            for e in batch.all_exchanges()
-        ]
-
-    assert seen(own) == seen(theirs)
-    assert own.request_lines() == theirs.request_lines()
+        alone = probe_sync(door.url)
+        shared = asyncio.run(in_session(door.url))
+    assert _seen(shared) == _seen(alone)
+    assert shared.request_lines() == alone.request_lines()
 
 
+@pytest.mark.usefixtures("patient_reuse")
 def test_a_probe_on_uvloop_reads_the_batch_a_probe_on_asyncio_reads() -> None:
     """Orchestration code often runs on uvloop (under uvicorn): the probe's own
     connections read the same exchanges there, none of them timed out."""
@@ -663,14 +643,7 @@ def test_a_probe_on_uvloop_reads_the_batch_a_probe_on_asyncio_reads() -> None:
         standard = probe_sync(door.url)
         on_uvloop = uvloop.run(asyncio.wait_for(probe(door.url), 30))
 
-    def seen(batch: CaptureBatch) -> list[tuple[object, ...]]:
-        return [
-            # the stub's Date header is the second it answered in: two probes may straddle one
-            (e.route, e.role, e.transport, e.status, e.body, e.detail, _undated(e.headers))
-            for e in batch.all_exchanges()
-        ]
-
-    assert seen(on_uvloop) == seen(standard)
+    assert _seen(on_uvloop) == _seen(standard)
     assert {e.transport for e in on_uvloop.all_exchanges()} == {Transport.ANSWERED}
 
 

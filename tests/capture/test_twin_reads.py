@@ -22,7 +22,7 @@ from tests._reseal import reseal
 from vllm_evidence.assessment import assess
 from vllm_evidence.capture.batch import CaptureBatch, ExchangeRole
 from vllm_evidence.capture.directory import read, save
-from vllm_evidence.capture.http import probe, probe_sync
+from vllm_evidence.capture.http import ProbeSession, probe, probe_sync
 from vllm_evidence.errors import InputError
 from vllm_evidence.readback import CapturedReadback, load, readback_from_batch
 from vllm_evidence.rederive import dumps, loads
@@ -98,17 +98,17 @@ def test_a_probe_reads_each_end_twice_in_probe_order() -> None:
     assert bodies == {METRICS_BODY}
 
 
-def test_a_callers_httpx_client_reads_the_twins_too() -> None:
-    import httpx
-
-    async def with_httpx(url: str) -> CaptureBatch:
-        async with httpx.AsyncClient() as client:
-            return await probe(url, client=client)
+def test_a_sessions_probes_read_the_twins_too() -> None:
+    async def in_session(url: str) -> list[CaptureBatch]:
+        async with ProbeSession() as session:
+            return list(await asyncio.gather(session.probe(url), session.probe(url)))
 
     with serve_capture(REAL) as door:
-        batch = asyncio.run(with_httpx(door.url))
-    assert batch.processes_counted
-    assert len(batch.all_exchanges()) == 4 + 6
+        batches = asyncio.run(in_session(door.url))
+        received = [r.path for r in door.requests]
+    assert all(b.processes_counted for b in batches)
+    assert [len(b.all_exchanges()) for b in batches] == [4 + 6, 4 + 6]
+    assert received.count("/metrics") == 8  # two at each end of each batch
 
 
 # --- the twins travel with the batch ------------------------------------------------------

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests._evidence import log_port, real_log, receipt_file, receipt_for
+from tests._evidence import LAUNCHER_KEY, log_port, real_log, receipt_file, receipt_for
 from tests._paths import REAL
 from tests._ports import nothing_listening, serve_on_port
 from vllm_evidence.testing.stub import Fault, serve_capture
@@ -51,7 +51,7 @@ def test_demo_json_reports_the_real_capture() -> None:
     out = _run("demo", "--json")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
-    assert doc["schema"] == "vllm-evidence.assessment/6"
+    assert doc["schema"] == "vllm-evidence.assessment/7"
     assert doc["version"] == "0.32.0"
     assert doc["versions"] == {"front_door": "0.32.0", "startup_log": "0.32.0"}
     d = doc["decisions"]
@@ -138,12 +138,19 @@ def test_require_gates_on_claims(claims: list[str], status: int) -> None:
 def test_probe_with_startup_log_and_receipt_matches_the_demo(tmp_path: Path) -> None:
     log = real_log()
     receipt = receipt_file(tmp_path / "receipt.json", receipt_for(log, start="1.79601185221e+09"))
+    public = tmp_path / "launcher-public.pem"
+    public.write_bytes(LAUNCHER_KEY.verification_key.pem())
     with serve_on_port(REAL, port=log_port(log)) as door:
         out = _run(
+            "probe", door.url, "--startup-log", str(REAL / "startup.log"),
+            "--receipt", str(receipt), "--receipt-public-key", str(public), "--json",
+        )  # fmt: skip
+        unkeyed = _run(
             "probe", door.url, "--startup-log", str(REAL / "startup.log"),
             "--receipt", str(receipt), "--json",
         )  # fmt: skip
         alone = _run("probe", door.url, "--startup-log", str(REAL / "startup.log"), "--json")
+    assert json.loads(unkeyed.stdout)["decisions"]["log_join"]["reason"] == "witness_unverified"
     doc = json.loads(out.stdout)
     assert doc["target"] == door.url
     assert doc["decisions"]["log_join"]["reason"] == "established"
@@ -548,7 +555,7 @@ def test_log_into_explain_with_a_copied_bare_directory(tmp_path: Path) -> None:
     assert doc["observations"]["startup_log"]["assessed_launch"] == 0
 
 
-@pytest.mark.parametrize("command", ["probe", "explain", "demo", "log", "laws"])
+@pytest.mark.parametrize("command", ["probe", "explain", "demo", "log", "laws", "watch"])
 def test_every_command_has_help_with_an_example(command: str) -> None:
     out = _run(command, "--help")
     assert out.returncode == 0

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from tests._evidence import LAUNCHER_KEY
 from tests._paths import REAL
 from tests._ports import serve_on_port
+from tests._signing import CAPTURE_KEY, pem_text
 from tests.adapters.test_metrics import REAL_CACHE_CONFIG_LABELS
 from vllm_evidence.capture.directory import save
 from vllm_evidence.capture.http import probe_sync
@@ -21,7 +23,7 @@ from vllm_evidence.testing.stub import serve_capture
 def test_explain_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explain", str(REAL), "--bodies", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["schema"] == "vllm-evidence.assessment/6"
+    assert doc["schema"] == "vllm-evidence.assessment/7"
     assert doc["observations"]["version"] == "0.32.0"
     assert doc["observations"]["metrics"]["cache_config_info"] == [
         {"labels": REAL_CACHE_CONFIG_LABELS, "value": "1.0"}
@@ -81,6 +83,7 @@ def test_explain_missing_directory_exit_2(
 # --- a receipt with a saved capture: joined only when the signature verified -----------
 
 SIGN_ENV = "VLLM_EVIDENCE_TEST_SIGN_KEY"
+RECEIPT_ENV = "VLLM_EVIDENCE_RECEIPT_PUBLIC_KEY"
 
 
 @pytest.fixture
@@ -94,7 +97,7 @@ def witnessed_save(tmp_path: Path) -> tuple[Path, Path]:
     with serve_on_port(REAL, port=log_port(log)) as door:
         batch = probe_sync(door.url)
     assert batch.origin is CaptureOrigin.PROBED
-    saved = save(batch, tmp_path / "saved", sign_key=b"k3y-of-the-orchestrator-32-bytes")
+    saved = save(batch, tmp_path / "saved", sign_key=CAPTURE_KEY)
     receipt = receipt_file(tmp_path / "receipt.json", receipt_for(log, start="1.79601185221e+09"))
     return saved, receipt
 
@@ -102,7 +105,8 @@ def witnessed_save(tmp_path: Path) -> tuple[Path, Path]:
 def _log_join(
     capsys: pytest.CaptureFixture[str], argv: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> dict[str, str]:
-    monkeypatch.setenv(SIGN_ENV, "k3y-of-the-orchestrator-32-bytes")
+    monkeypatch.setenv(SIGN_ENV, pem_text(CAPTURE_KEY, public=True))
+    monkeypatch.setenv(RECEIPT_ENV, pem_text(LAUNCHER_KEY, public=True))
     assert main(argv) == 0
     join: dict[str, str] = json.loads(capsys.readouterr().out)["decisions"]["log_join"]
     return join

@@ -53,7 +53,7 @@ def test_launch_tees_the_output_and_exits_with_the_childs_status(tmp_path: Path)
     assert document["log_path"] == str(log)
     assert isinstance(document["pid"], int)
     assert document["argv"] == [sys.executable, "-c", CHILD]
-    assert document["schema"] == "vllm-evidence.launch-receipt/2"
+    assert document["schema"] == "vllm-evidence.launch-receipt/3"
     assert document["log_write_failure"] is None
     read = read_launch_receipt(receipt)
     assert read.log_bytes == len(data)
@@ -157,4 +157,4 @@ def test_schema_command_prints_the_receipt_schema() -> None:
         check=False,
     )
     assert out.returncode == 0
-    assert json.loads(out.stdout)["x-vllm-evidence-schema"] == "vllm-evidence.launch-receipt/2"
+    assert json.loads(out.stdout)["x-vllm-evidence-schema"] == "vllm-evidence.launch-receipt/3"

@@ -1,12 +1,12 @@
-"""Signing keys are at least 32 bytes; a key variable that is empty says so.
+"""Keys from the environment: what is no key is one line that never shows the value.
 
-``--sign-key-env`` and ``--verify-key-env`` read an HMAC key from the environment: a key
-shorter than 32 bytes (counted in bytes, as the HMAC uses it) is a one-line refusal that
-never shows the key, before anything is probed, saved or read; a variable that is set
-but empty is "is empty", one that is not set "is not set" (``--api-key-env`` too).  The
-library refuses the same keys wherever one is used (``save``, ``read_capture``,
-``dumps``, ``loads``).  Both directions, at the edge: 31 bytes are refused, 32 sign and
-verify.
+``--sign-key-env`` reads an Ed25519 private key's PEM text: anything else (an HMAC key
+of old, a public key, nothing) is a one-line refusal before anything is probed or saved.
+``--verify-key-env`` reads a public key's PEM text, or the HMAC key a capture saved
+before Ed25519 (``capture-manifest/2``) was signed with: such a key is at least 32 bytes
+(counted in bytes, as the HMAC uses it), and so is an evidence document's (``dumps``,
+``loads``).  A variable set but empty is "is empty", one not set "is not set"
+(``--api-key-env`` too).  Both directions, at the edge: 31 bytes are refused, 32 verify.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests._signing import CAPTURE_KEY, OTHER_CAPTURE_KEY, legacy_hmac_capture, pem_text
 from vllm_evidence.assessment import assess
 from vllm_evidence.capture._signing import MIN_KEY_BYTES, check_key, environment_key, key_id
 from vllm_evidence.capture.directory import read_capture, save
@@ -52,27 +53,36 @@ def test_the_keys_of_this_test_are_on_each_side_of_the_edge() -> None:
     assert (len(SHORT.encode()), len(EDGE.encode()), MIN_KEY_BYTES) == (31, 32, 32)
 
 
-# --- --sign-key-env --------------------------------------------------------------------
+# --- --sign-key-env: an Ed25519 private key's PEM text ----------------------------------
 
 
 @pytest.mark.parametrize(
     ("value", "said"),
     [
-        ("k", "holds 1 byte; a signing key needs at least 32 bytes"),
-        (SHORT, "holds 31 bytes; a signing key needs at least 32 bytes"),
-        ("é" * 15, "holds 30 bytes"),  # counted in bytes, not characters
-        ("", "is empty"),
+        ("k", ": not a PEM key"),
+        (SHORT, ": not a PEM key"),  # an HMAC key of old signs nothing now
+        (EDGE, ": not a PEM key"),
+        ("", " is empty"),
     ],
 )
-def test_a_short_or_empty_sign_key_is_one_line_and_nothing_is_saved(
+def test_what_is_not_a_private_key_is_one_line_and_nothing_is_saved(
     value: str, said: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv(VAR, value)
     saved = tmp_path / "capture"
     line = _one_line(["probe", NOWHERE, "--save", str(saved), "--sign-key-env", VAR])
-    assert f"--sign-key-env: environment variable {VAR} {said}" in line
+    assert f"--sign-key-env: environment variable {VAR}{said}" in line
     if len(value) > 1:  # a one-byte key is in any sentence
         assert value not in line
+    assert not saved.exists()
+
+
+def test_a_public_key_does_not_sign(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(VAR, pem_text(CAPTURE_KEY, public=True))
+    saved = tmp_path / "capture"
+    line = _one_line(["probe", NOWHERE, "--save", str(saved), "--sign-key-env", VAR])
+    assert f"--sign-key-env: environment variable {VAR}" in line
+    assert "BEGIN" not in line
     assert not saved.exists()
 
 
@@ -84,25 +94,22 @@ def test_an_unset_sign_key_variable_is_not_set(
     assert line.endswith(f"--sign-key-env: environment variable {VAR} is not set")
 
 
-def test_a_32_byte_key_signs_and_the_same_key_verifies(
+def test_a_private_key_signs_and_its_public_half_verifies(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv(VAR, EDGE)
+    monkeypatch.setenv(VAR, pem_text(CAPTURE_KEY))
     saved = tmp_path / "capture"
     status, _, err = _run(["probe", NOWHERE, "--save", str(saved), "--sign-key-env", VAR])
     assert status == 0, err
+    monkeypatch.setenv(VAR, pem_text(CAPTURE_KEY, public=True))
     status, out, err = _run(["explain", str(saved), "--verify-key-env", VAR])
     assert status == 0, err
-    assert f"signed by key id {key_id(EDGE.encode())} (verified)" in out
-    assert EDGE not in out + err
-
-
-def test_sixteen_two_byte_characters_are_a_32_byte_key(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv(VAR, "é" * 16)
-    status, _, err = _run(["probe", NOWHERE, "--save", str(tmp_path / "c"), "--sign-key-env", VAR])
-    assert status == 0, err
+    assert f"signed by key id {CAPTURE_KEY.key_id} (verified)" in out
+    assert "PRIVATE" not in out + err
+    monkeypatch.setenv(VAR, pem_text(OTHER_CAPTURE_KEY, public=True))
+    line = _one_line(["explain", str(saved), "--verify-key-env", VAR], prog="explain")
+    assert CAPTURE_KEY.key_id in line
+    assert OTHER_CAPTURE_KEY.key_id in line
 
 
 # --- --verify-key-env ------------------------------------------------------------------
@@ -110,8 +117,8 @@ def test_sixteen_two_byte_characters_are_a_32_byte_key(
 
 @pytest.fixture
 def signed(tmp_path: Path) -> Path:
-    batch = probe_sync(NOWHERE)
-    return save(batch, tmp_path / "signed", sign_key=EDGE.encode())
+    """A capture saved before Ed25519: a ``/2`` manifest signed with the HMAC key EDGE."""
+    return legacy_hmac_capture(save(probe_sync(NOWHERE), tmp_path / "signed"), EDGE.encode())
 
 
 @pytest.mark.parametrize(
@@ -174,10 +181,11 @@ def test_environment_key_reads_the_key_as_bytes(monkeypatch: pytest.MonkeyPatch)
     assert environment_key("--sign-key-env", VAR) == EDGE.encode()
 
 
-def test_save_refuses_a_short_key_before_writing(tmp_path: Path) -> None:
+def test_save_refuses_an_hmac_key_before_writing(tmp_path: Path) -> None:
     batch = probe_sync(NOWHERE)
-    with pytest.raises(InputError, match="the signing key has 1 byte;"):
-        save(batch, tmp_path / "c", sign_key=b"k")
+    hmac_key: object = EDGE.encode()  # as a caller of the old API passes it
+    with pytest.raises(InputError, match="no longer with an HMAC key"):
+        save(batch, tmp_path / "c", sign_key=hmac_key)  # type: ignore[arg-type]
     assert list(tmp_path.iterdir()) == []
 
 

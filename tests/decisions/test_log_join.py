@@ -15,6 +15,7 @@ import pytest
 
 from tests._evidence import (
     HEALTHY,
+    LAUNCHER_KEY,
     WITNESSED_START,
     args,
     assess_joined,
@@ -263,11 +264,12 @@ def test_served_names_that_differ_are_another_launch() -> None:
 # --- what a person reads ----------------------------------------------------------------
 
 
-def test_the_established_detail_names_start_digest_and_pid() -> None:
+def test_the_established_detail_names_signer_start_digest_and_pid() -> None:
     decision = _with({}).log_join
     assert isinstance(decision, LogJoined)
     assert decision.detail == (
-        "the receipt's start time 1700000000 is the front door's process_start_time_seconds; "
+        f"the receipt, signed by key id {LAUNCHER_KEY.key_id} (verified): its start time "
+        "1700000000 is the front door's process_start_time_seconds; "
         f"its digest of {_log().size_bytes:,} log bytes is the log's; the launch's "
         "APIServer tags name pid 100"
     )

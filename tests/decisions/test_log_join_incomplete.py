@@ -4,7 +4,7 @@ A ``/2`` receipt's ``log_write_failure`` says the launcher could not write the l
 some byte: what the launch printed after it (a worker's death, the engine's fatal
 error) is lost, so the log joins nothing — refused ``log_incomplete``, with the byte and
 the error.  Both directions: the same receipt without the failure joins, and so does a
-``/1`` receipt (which cannot say, and is read as having none).  A witnessed join needs
+``/1`` receipt is read as having none (though, unsigned, it joins nothing).  A witnessed join needs
 the receipt's start time on the live front door, so each case probes the stub.
 """
 
@@ -16,6 +16,7 @@ import pytest
 
 from tests._evidence import (
     HEALTHY,
+    LAUNCHER_KEY,
     WITNESSED_START,
     banner,
     bundle,
@@ -26,7 +27,14 @@ from tests._evidence import (
     version_body,
     witnessed_door,
 )
-from vllm_evidence.adapters.receipt import LaunchReceipt, parse_launch_receipt
+from vllm_evidence.adapters.receipt import (
+    RECEIPT_SCHEMA,
+    LaunchReceipt,
+    LogWriteFailureRecord,
+    ReceiptRecord,
+    parse_launch_receipt,
+    signed_receipt_document,
+)
 from vllm_evidence.adapters.startup_log import StartupLog
 from vllm_evidence.assessment import assess
 from vllm_evidence.decisions import (
@@ -53,8 +61,38 @@ def startup_log() -> StartupLog:
 
 
 def _receipt(
-    startup_log: StartupLog, *, schema: str = "vllm-evidence.launch-receipt/2", **extra: object
+    startup_log: StartupLog,
+    *,
+    failure: dict[str, object] | None = None,
+    start: str = WITNESSED_START,
 ) -> LaunchReceipt:
+    """A ``/3`` receipt for ``startup_log`` signed by the launcher, with ``failure`` as its
+    ``log_write_failure``."""
+    pids = [p for launch in startup_log.launches for p in launch.api_server_pids]
+    record = ReceiptRecord(
+        schema=RECEIPT_SCHEMA,
+        pid=pids[0] if pids else 1,
+        process_start_time_seconds=start,
+        start_time_unavailable=None,
+        argv=["vllm", "serve", "/models/m"],
+        host="test-host",
+        log_path=startup_log.source,
+        log_bytes=startup_log.size_bytes,
+        log_sha256=startup_log.sha256,
+        log_write_failure=None
+        if failure is None
+        else LogWriteFailureRecord(
+            at_byte=int(str(failure["at_byte"])), error=str(failure["error"])
+        ),
+    )
+    document = signed_receipt_document(record, LAUNCHER_KEY)
+    return parse_launch_receipt(
+        json.dumps(document).encode(), verification_key=LAUNCHER_KEY.verification_key
+    )
+
+
+def _unsigned(startup_log: StartupLog, schema: str, **extra: object) -> LaunchReceipt:
+    """A receipt as a launcher before signatures wrote it (``/1`` or ``/2``)."""
     pids = [p for launch in startup_log.launches for p in launch.api_server_pids]
     document: dict[str, object] = {
         "schema": schema,
@@ -68,14 +106,16 @@ def _receipt(
         "log_sha256": startup_log.sha256,
     }
     document.update(extra)
-    return parse_launch_receipt(json.dumps(document).encode())
+    return parse_launch_receipt(
+        json.dumps(document).encode(), verification_key=LAUNCHER_KEY.verification_key
+    )
 
 
 def test_a_receipt_whose_log_is_incomplete_is_refused_log_incomplete(
     door: CapturedReadback, startup_log: StartupLog
 ) -> None:
     failure = {"at_byte": 4096, "error": "[Errno 28] No space left on device"}
-    receipt = _receipt(startup_log, log_write_failure=failure)
+    receipt = _receipt(startup_log, failure=failure)
     assessment = assess(door, startup_log, receipt=receipt)
     decision = assessment.log_join
     assert isinstance(decision, LogJoinRefused), decision
@@ -98,35 +138,28 @@ def test_a_receipt_whose_log_is_incomplete_is_refused_log_incomplete(
 def test_the_same_receipt_without_a_failure_joins(
     door: CapturedReadback, startup_log: StartupLog
 ) -> None:
-    decision = assess(
-        door, startup_log, receipt=_receipt(startup_log, log_write_failure=None)
-    ).log_join
-    assert isinstance(decision, LogJoined), decision
-
-
-def test_a_v2_receipt_without_the_field_joins(
-    door: CapturedReadback, startup_log: StartupLog
-) -> None:
     decision = assess(door, startup_log, receipt=_receipt(startup_log)).log_join
     assert isinstance(decision, LogJoined), decision
 
 
-def test_a_v1_receipt_joins_as_before(door: CapturedReadback, startup_log: StartupLog) -> None:
-    receipt = _receipt(startup_log, schema="vllm-evidence.launch-receipt/1")
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_unsigned_receipt_of_before_is_read_and_joins_nothing(
+    door: CapturedReadback, startup_log: StartupLog, version: int
+) -> None:
+    """A ``/1`` or ``/2`` receipt is read as it was (a ``/1`` has no failure to say), but
+    no launcher signed it: anyone could have written it, and it joins no log."""
+    receipt = _unsigned(startup_log, f"vllm-evidence.launch-receipt/{version}")
     assert receipt.log_write_failure is None
     decision = assess(door, startup_log, receipt=receipt).log_join
-    assert isinstance(decision, LogJoined), decision
+    assert isinstance(decision, LogJoinRefused), decision
+    assert decision.reason is LogJoinReason.WITNESS_UNSIGNED
 
 
 def test_an_incomplete_log_is_named_before_the_start_time_is_compared(
     door: CapturedReadback, startup_log: StartupLog
 ) -> None:
     # The witness's own account comes first: its log is not whole, whatever else it says.
-    receipt = _receipt(
-        startup_log,
-        process_start_time_seconds="1.6e+09",
-        log_write_failure={"at_byte": 0, "error": "EIO"},
-    )
+    receipt = _receipt(startup_log, failure={"at_byte": 0, "error": "EIO"}, start="1.6e+09")
     decision = assess(door, startup_log, receipt=receipt).log_join
     assert isinstance(decision, LogJoinRefused)
     assert decision.reason is LogJoinReason.LOG_INCOMPLETE
@@ -137,7 +170,7 @@ def test_without_a_front_door_the_incomplete_receipt_changes_nothing(
     startup_log: StartupLog,
 ) -> None:
     # A log alone speaks for its launch: the receipt is not consulted (no_front_door).
-    receipt = _receipt(startup_log, log_write_failure={"at_byte": 1, "error": "EIO"})
+    receipt = _receipt(startup_log, failure={"at_byte": 1, "error": "EIO"})
     decision = assess(None, startup_log, receipt=receipt).log_join
     assert isinstance(decision, LogJoinRefused)
     assert decision.reason is LogJoinReason.NO_FRONT_DOOR

@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from tests._evidence import log_port, real_log, receipt_for
+from tests._evidence import LAUNCHER_KEY, OTHER_LAUNCHER_KEY, log_port, real_log, receipt_for
 from tests._paths import REAL
 from tests._ports import serve_on_port
+from tests._signing import CAPTURE_KEY
 from vllm_evidence.adapters.outcome import Parsed
 from vllm_evidence.assessment import Assessment, assess
 from vllm_evidence.capture.batch import CaptureOrigin
@@ -77,7 +78,7 @@ def test_the_same_capture_saved_unsigned_and_loaded_does_not_join(
 def test_a_signed_capture_read_without_its_key_does_not_join(
     probed: CapturedReadback, tmp_path: Path
 ) -> None:
-    save(probed.batch, tmp_path / "c", sign_key=KEY)
+    save(probed.batch, tmp_path / "c", sign_key=CAPTURE_KEY)
     loaded = load(tmp_path / "c")
     assert isinstance(loaded, CapturedReadback)
     assert loaded.batch.origin is CaptureOrigin.LOADED
@@ -89,8 +90,8 @@ def test_a_signed_capture_read_without_its_key_does_not_join(
 def test_a_signed_capture_verified_under_the_key_joins(
     probed: CapturedReadback, tmp_path: Path
 ) -> None:
-    save(probed.batch, tmp_path / "c", sign_key=KEY)
-    loaded = load(tmp_path / "c", verify_key=KEY)
+    save(probed.batch, tmp_path / "c", sign_key=CAPTURE_KEY)
+    loaded = load(tmp_path / "c", verify_key=CAPTURE_KEY.verification_key)
     assert isinstance(loaded, CapturedReadback)
     assert loaded.batch.origin is CaptureOrigin.LOADED_SIGNED
     assert isinstance(_assess(loaded).log_join, LogJoined)
@@ -138,11 +139,36 @@ def test_an_unsigned_document_that_differs_otherwise_is_still_refused(
 
 def test_a_signed_document_read_with_its_key_carries_the_join(probed: CapturedReadback) -> None:
     joined = _assess(probed)
-    back = loads(dumps(joined, sign_key=KEY), verify_key=KEY)
+    back = loads(
+        dumps(joined, sign_key=KEY),
+        verify_key=KEY,
+        receipt_key=LAUNCHER_KEY.verification_key,
+    )
     assert isinstance(back.log_join, LogJoined)
     front = back.evidence.front_door
     assert isinstance(front, CapturedReadback)
     assert front.batch.origin is CaptureOrigin.PROBED
+
+
+def test_a_signed_document_read_without_the_launchers_key_refuses_the_join(
+    probed: CapturedReadback,
+) -> None:
+    """The document's receipt is read again: without the launcher's public key its
+    signature is unverified, and the join is refused (said, not raised)."""
+    joined = _assess(probed)
+    assert isinstance(joined.log_join, LogJoined)
+    back = loads(dumps(joined, sign_key=KEY), verify_key=KEY)
+    assert isinstance(back.log_join, LogJoinRefused)
+    assert back.log_join.reason is LogJoinReason.WITNESS_UNVERIFIED
+    assert back.front_door_join == joined.front_door_join
+
+
+def test_a_document_whose_receipt_another_launcher_signed_is_refused(
+    probed: CapturedReadback,
+) -> None:
+    text = dumps(_assess(probed), sign_key=KEY)
+    with pytest.raises(EvidenceMismatchError, match="signed by another key than receipt_key"):
+        loads(text, verify_key=KEY, receipt_key=OTHER_LAUNCHER_KEY.verification_key)
 
 
 @pytest.mark.parametrize(

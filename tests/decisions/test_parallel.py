@@ -826,7 +826,39 @@ def test_an_engine_local_rank_without_an_engine_tag_is_reported_not_guessed() ->
     assert refused.reason is ParallelReason.RANKS_UNATTRIBUTED
     assert "carry no DP engine tag" in refused.detail
     assert refused.missing_ranks == (0, 1)
-    assert refused.remedy == "give a log whose worker lines carry their process tags"
+    # The remedy names what 0.29.0 can print: the compile-cache lines (0.20.0-0.32.0),
+    # not 0.32.0's force-kill lines.
+    assert refused.remedy == (
+        "run without --enforce-eager, so each worker's compile-cache line names its DP "
+        "engine (vLLM 0.20.0 .. 0.32.0)"
+    )
+
+
+def test_the_remedy_names_the_force_kill_lines_only_where_the_release_prints_them() -> None:
+    for version, remedy in (
+        (
+            "0.32.0",
+            (
+                "run without --enforce-eager, so each worker's compile-cache line names its "
+                "DP engine (vLLM 0.20.0 .. 0.32.0); or give the log through the server's "
+                "shutdown, whose force-kill lines list each engine core's worker processes "
+                "(vLLM 0.32.0)"
+            ),
+        ),
+        (
+            "0.33.0",
+            (
+                "none from this log: no line this release is read for ties a worker of an "
+                "independent DP engine to its engine; probe /server_info for the sizes"
+            ),
+        ),
+    ):
+        text = banner(version) + args("{'model': '/models/m', 'data_parallel_size': 2}")
+        text += _engine_init_as(_DP0, version) + _engine_init_as(_DP1, version)
+        text += rank_line(0, 1, tag="Worker pid=400") + rank_line(0, 1, tag="Worker pid=401")
+        refused = _refused(None, log(text))
+        assert refused.reason is ParallelReason.RANKS_UNATTRIBUTED
+        assert refused.remedy == remedy
 
 
 def _saved(pid: int, rank: int, dp_index: int) -> str:
@@ -1122,8 +1154,9 @@ def test_untagged_engine_local_lines_name_three_disagreeing_processes() -> None:
     assert refused.reason is ParallelReason.RANKS_UNATTRIBUTED
     assert refused.detail == (
         "ranks [0, 1] not attributed: the worker lines of 4 process(es) in one engine's own "
-        "world of 1 (line 4, 5, 6, 7) carry no DP engine tag and no compile-cache line of the "
-        "same process names one engine, so which engine each belongs to is not printed"
+        "world of 1 (line 4, 5, 6, 7) carry no DP engine tag, and neither a compile-cache "
+        "line of the same process nor the shutdown's force kill of an engine's process tree "
+        "names one engine, so which engine each belongs to is not printed"
         "; process (Worker pid=400) states rank_0_0 (line 8, aot_saved) and rank_0_1 "
         "(line 9, aot_saved) in its compile-cache lines"
         "; process (Worker pid=401) states rank_0_0 (line 10, aot_saved) and rank_0_1 "

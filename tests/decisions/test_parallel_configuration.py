@@ -22,6 +22,7 @@ from tests._evidence import (
 from vllm_evidence.adapters.startup_log import Launch, StartupLog
 from vllm_evidence.decisions import ParallelEstablished, ParallelReason, ParallelRefused
 from vllm_evidence.readback.parallel import (
+    RankAttribution,
     ResolvedParallel,
     attribute,
     global_rank,
@@ -210,8 +211,9 @@ def _untagged(count: int) -> StartupLog:
 
 def test_untagged_engine_local_lines_are_named_up_to_five() -> None:
     tail = (
-        "carry no DP engine tag and no compile-cache line of the same process names one "
-        "engine, so which engine each belongs to is not printed"
+        "carry no DP engine tag, and neither a compile-cache line of the same process nor "
+        "the shutdown's force kill of an engine's process tree names one engine, so which "
+        "engine each belongs to is not printed"
     )
     five = _refused(_untagged(5))
     assert five.reason is ParallelReason.RANKS_UNATTRIBUTED
@@ -415,8 +417,10 @@ def test_a_stated_engine_maps_below_the_dp_size_and_not_at_it() -> None:
     c = _resolved(launch)
     assert c.data_parallel_size == 2
     stated = stated_engines(launch)
-    assert [attribute(o, c, independent=True, stated=stated) for o in launch.ranks] == [
-        (1, 6),  # engine 1, local 0: global rank 1, its engine named on line 6
+    found = [attribute(o, c, independent=True, stated=stated) for o in launch.ranks]
+    assert [None if g is None else (g.rank, g.engine_line, g.attribution) for g in found] == [
+        # engine 1, local 0: global rank 1, its engine named on line 6
+        (1, 6, RankAttribution.COMPILE_CACHE),
         None,  # engine 2 of DP=2: no such engine
     ]
 

@@ -30,14 +30,16 @@ from tests._evidence import log_port, real_log, receipt_for
 from tests._paths import REAL
 from tests._ports import serve_on_port
 from tests._reseal import reseal
+from tests._signing import CAPTURE_KEY
 from vllm_evidence.adapters.outcome import Parsed
 from vllm_evidence.adapters.receipt import LaunchReceipt
 from vllm_evidence.assessment import Assessment, assess
-from vllm_evidence.capture._signing import canonical, sign
+from vllm_evidence.capture._signing import canonical
 from vllm_evidence.capture.batch import CaptureBatch, CaptureOrigin
 from vllm_evidence.capture.directory import save
 from vllm_evidence.capture.generated import _answered_batch
 from vllm_evidence.capture.http import probe_sync
+from vllm_evidence.capture.signing import SigningKey
 from vllm_evidence.cli import main
 from vllm_evidence.decisions import (
     JoinedIncarnation,
@@ -390,7 +392,7 @@ def _strip_twins(document: dict[str, Any]) -> None:
     document["requests"] = kept
 
 
-def _old_format(batch: CaptureBatch, directory: Path, key: bytes) -> Path:
+def _old_format(batch: CaptureBatch, directory: Path, key: SigningKey) -> Path:
     """``batch`` saved signed under ``key``, then rewritten as a capture saved before the
     twin reads, sealed and signed again under the same key (as an older version would
     have written it)."""
@@ -403,12 +405,12 @@ def _old_format(batch: CaptureBatch, directory: Path, key: bytes) -> Path:
     _strip_twins(document)
     covered = canonical(document, without="seal")
     document["seal"]["canonical_sha256"] = hashlib.sha256(covered).hexdigest()
-    document["seal"]["signature"]["hmac_sha256"] = sign(covered, key)
+    document["seal"]["signature"]["ed25519"] = key.sign(covered)
     path.write_text(json.dumps(document, indent=2), encoding="utf-8")
     return directory
 
 
-KEY = b"orchestrator-key-of-32-bytes-000"  # a signing key has at least 32 bytes
+KEY = CAPTURE_KEY
 
 
 def _probed_with_receipt() -> tuple[CapturedReadback, LaunchReceipt]:
@@ -433,11 +435,13 @@ def test_a_signed_old_capture_joins_the_front_door_but_never_the_log(tmp_path: P
     readback, receipt = _probed_with_receipt()
     startup_log = real_log()
     assert isinstance(assess(readback, startup_log, receipt=receipt).log_join, LogJoined)
-    counted = load(save(readback.batch, tmp_path / "new", sign_key=KEY), verify_key=KEY)
+    counted = load(
+        save(readback.batch, tmp_path / "new", sign_key=KEY), verify_key=KEY.verification_key
+    )
     assert isinstance(counted, CapturedReadback)
     assert counted.batch.origin is CaptureOrigin.LOADED_SIGNED
     assert isinstance(assess(counted, startup_log, receipt=receipt).log_join, LogJoined)
-    old = load(_old_format(readback.batch, tmp_path / "old", KEY), verify_key=KEY)
+    old = load(_old_format(readback.batch, tmp_path / "old", KEY), verify_key=KEY.verification_key)
     assert isinstance(old, CapturedReadback)
     assert old.batch.origin is CaptureOrigin.LOADED_SIGNED
     assert not old.batch.processes_counted
@@ -469,7 +473,7 @@ def test_stripping_the_twins_of_a_balancers_signed_capture_is_no_side_door(
             (signed / f"{name}{suffix}").unlink()
     reseal(signed, _strip_twins)
     with pytest.raises(CaptureIntegrityError, match="does not verify"):
-        load(signed, verify_key=KEY)
+        load(signed, verify_key=KEY.verification_key)
     stripped = load(signed)  # read unverified: loaded bytes
     assert isinstance(stripped, CapturedReadback)
     assert stripped.batch.origin is CaptureOrigin.LOADED

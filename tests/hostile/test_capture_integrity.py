@@ -1,8 +1,10 @@
 """Item 7 of issue 15: a capture directory that was edited is refused, not explained.
 
-Every tamper the issue tried, on a capture saved with a signing key: each is refused
-when read with the key.  Those that do not recompute the (unkeyed) seal are refused
-without the key too; those that do are exactly what only a signature can tell apart.
+Every tamper the issue tried, on a capture saved with a signing key (Ed25519, issue 31):
+each is refused when read with the signer's public key.  Those that do not recompute the
+(unkeyed) seal are refused without the key too; those that do are exactly what only a
+signature can tell apart.  A capture signed before, with an HMAC key
+(``capture-manifest/2``), is still read and verified with that key.
 """
 
 from __future__ import annotations
@@ -21,11 +23,18 @@ import pytest
 from tests._cli import run_cli
 from tests._paths import REAL
 from tests._reseal import reseal
+from tests._signing import (
+    CAPTURE_KEY,
+    HMAC_KEY,
+    OTHER_CAPTURE_KEY,
+    key_files,
+    legacy_hmac_capture,
+    pem_text,
+)
 from vllm_evidence.capture.batch import CaptureBatch, CaptureOrigin
 from vllm_evidence.capture.directory import (
     MANIFEST,
     ProvenanceKind,
-    key_id,
     read_capture,
     save,
 )
@@ -33,7 +42,8 @@ from vllm_evidence.capture.http import probe_sync
 from vllm_evidence.errors import CaptureIntegrityError, InputError
 from vllm_evidence.testing.stub import serve_capture
 
-KEY = b"orchestrator-signing-key-0001-32b"  # a signing key has at least 32 bytes
+KEY = CAPTURE_KEY
+PUBLIC = CAPTURE_KEY.verification_key
 
 
 @pytest.fixture(scope="module")
@@ -204,7 +214,7 @@ def test_every_tamper_is_refused_under_the_key(
     copy = _copy(signed, tmp_path)
     tamper(copy)
     with pytest.raises(InputError):
-        read_capture(copy, verify_key=KEY)
+        read_capture(copy, verify_key=PUBLIC)
     if without_key:
         with pytest.raises(InputError):
             read_capture(copy)
@@ -219,32 +229,148 @@ def test_every_tamper_is_refused_under_the_key(
         assert read.capture.origin is CaptureOrigin.LOADED
 
 
+def _raw_public(key: Any) -> bytes:
+    from cryptography.hazmat.primitives import serialization
+
+    public = serialization.load_pem_public_key(key.pem())
+    raw: bytes = public.public_bytes(serialization.Encoding.Raw, serialization.PublicFormat.Raw)
+    return raw
+
+
 def test_the_untouched_capture_verifies(signed: Path) -> None:
-    read = read_capture(signed, verify_key=KEY)
+    read = read_capture(signed, verify_key=PUBLIC)
     assert read.provenance.kind is ProvenanceKind.SIGNED
-    assert read.provenance.key_id == key_id(KEY) == hashlib.sha256(KEY).hexdigest()[:8]
+    assert read.provenance.key_id == hashlib.sha256(_raw_public(PUBLIC)).hexdigest()[:16]
     assert read.provenance.startup_log == str(signed / "startup.log")
-    assert f"signed by key id {key_id(KEY)} (verified)" in read.provenance.describe()
+    assert f"signed by key id {KEY.key_id} (verified)" in read.provenance.describe()
+    assert isinstance(read.capture, CaptureBatch)
+    assert read.capture.origin is CaptureOrigin.LOADED_SIGNED
     unverified = read_capture(signed).provenance
     assert unverified.kind is ProvenanceKind.SIGNATURE_UNVERIFIED
     assert "not verified" in unverified.describe()
 
 
+def test_the_manifest_is_ed25519_signed_over_its_canonical_form(signed: Path) -> None:
+    """Checked here with ``cryptography`` alone: the signature is the signer's Ed25519
+    signature of the manifest without its seal, compact, keys sorted."""
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
+    document = json.loads((signed / MANIFEST).read_text(encoding="utf-8"))
+    assert document["schema"] == "vllm-evidence/capture-manifest/3"
+    signature = document["seal"]["signature"]
+    assert set(signature) == {"algorithm", "key_id", "ed25519"}
+    assert signature["algorithm"] == "ed25519"
+    rest = {name: value for name, value in document.items() if name != "seal"}
+    covered = json.dumps(rest, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    public = Ed25519PublicKey.from_public_bytes(_raw_public(PUBLIC))
+    public.verify(bytes.fromhex(signature["ed25519"]), covered.encode())  # raises if not
+    assert document["seal"]["canonical_sha256"] == hashlib.sha256(covered.encode()).hexdigest()
+
+
 def test_another_key_is_refused_naming_both_ids(signed: Path) -> None:
-    with pytest.raises(CaptureIntegrityError, match=f"signed by key id {key_id(KEY)}, not by"):
-        read_capture(signed, verify_key=b"another-key-of-thirty-two-bytes!")
+    other = OTHER_CAPTURE_KEY.verification_key
+    with pytest.raises(
+        CaptureIntegrityError,
+        match=f"signed by key id {KEY.key_id}, not by the key given [(]{other.key_id}[)]",
+    ):
+        read_capture(signed, verify_key=other)
 
 
 def test_a_bad_signature_is_refused(signed: Path, tmp_path: Path) -> None:
     copy = _copy(signed, tmp_path)
 
     def flip(m: dict[str, Any]) -> None:
-        value = m["seal"]["signature"]["hmac_sha256"]
-        m["seal"]["signature"]["hmac_sha256"] = ("0" if value[0] != "0" else "1") + value[1:]
+        value = m["seal"]["signature"]["ed25519"]
+        m["seal"]["signature"]["ed25519"] = ("0" if value[0] != "0" else "1") + value[1:]
 
     reseal(copy, flip)
     with pytest.raises(CaptureIntegrityError, match="does not verify"):
-        read_capture(copy, verify_key=KEY)
+        read_capture(copy, verify_key=PUBLIC)
+
+
+def test_a_signature_made_again_by_another_key_is_refused(signed: Path, tmp_path: Path) -> None:
+    """An edit signed again by whoever edited it names another key: refused under the
+    signer's public key (the public key cannot sign, so no holder of it could do this)."""
+    copy = _copy(signed, tmp_path)
+
+    def edit_and_sign(m: dict[str, Any]) -> None:
+        _status_404(m)
+        rest = {name: value for name, value in m.items() if name != "seal"}
+        covered = json.dumps(rest, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+        m["seal"]["signature"] = {
+            "algorithm": "ed25519",
+            "key_id": OTHER_CAPTURE_KEY.key_id,
+            "ed25519": OTHER_CAPTURE_KEY.sign(covered.encode()),
+        }
+
+    reseal(copy, edit_and_sign)
+    with pytest.raises(CaptureIntegrityError, match=f"signed by key id {OTHER_CAPTURE_KEY.key_id}"):
+        read_capture(copy, verify_key=PUBLIC)
+    forged = json.loads((copy / MANIFEST).read_text(encoding="utf-8"))
+    forged["seal"]["signature"]["key_id"] = KEY.key_id  # naming the signer's key
+    (copy / MANIFEST).write_text(json.dumps(forged), encoding="utf-8")
+    with pytest.raises(CaptureIntegrityError, match="does not verify"):
+        read_capture(copy, verify_key=PUBLIC)
+
+
+def test_a_signing_key_or_an_hmac_key_does_not_verify_an_ed25519_capture(signed: Path) -> None:
+    with pytest.raises(InputError, match=r"verify_key is a SigningKey: .* public half only"):
+        read_capture(signed, verify_key=KEY)  # type: ignore[arg-type]  # the misuse tried
+    with pytest.raises(InputError, match=r"signed with Ed25519 .* not an HMAC key"):
+        read_capture(signed, verify_key=HMAC_KEY)
+
+
+def test_a_capture_is_never_signed_with_an_hmac_key_again(tmp_path: Path) -> None:
+    with serve_capture(REAL) as door:
+        batch = probe_sync(door.url)
+    with pytest.raises(InputError, match="no longer with an HMAC key"):
+        save(batch, tmp_path / "c", sign_key=HMAC_KEY)  # type: ignore[arg-type]  # bytes refused
+    assert not (tmp_path / "c").exists()
+
+
+# --- captures saved before: HMAC-SHA256, manifest /2 ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def legacy(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    with serve_capture(REAL) as door:
+        batch = probe_sync(door.url)
+    saved = save(batch, tmp_path_factory.mktemp("legacy") / "capture")
+    return legacy_hmac_capture(saved)
+
+
+def test_an_hmac_signed_capture_saved_before_is_read_and_verified(legacy: Path) -> None:
+    read = read_capture(legacy, verify_key=HMAC_KEY)
+    assert read.provenance.kind is ProvenanceKind.SIGNED
+    assert read.provenance.key_id == hashlib.sha256(HMAC_KEY).hexdigest()[:8]
+    assert isinstance(read.capture, CaptureBatch)
+    assert read.capture.origin is CaptureOrigin.LOADED_SIGNED
+    unverified = read_capture(legacy)
+    assert unverified.provenance.kind is ProvenanceKind.SIGNATURE_UNVERIFIED
+    assert isinstance(unverified.capture, CaptureBatch)
+    assert unverified.capture.origin is CaptureOrigin.LOADED
+
+
+def test_an_hmac_signed_capture_is_refused_under_another_key_or_a_public_key(
+    legacy: Path, tmp_path: Path
+) -> None:
+    with pytest.raises(CaptureIntegrityError, match="not by the key given"):
+        read_capture(legacy, verify_key=b"another-key-of-thirty-two-bytes!")
+    with pytest.raises(InputError, match="signed with an HMAC-SHA256 key"):
+        read_capture(legacy, verify_key=PUBLIC)
+    copy = _copy(legacy, tmp_path)
+    reseal(copy, _status_404)
+    with pytest.raises(CaptureIntegrityError, match="does not verify"):
+        read_capture(copy, verify_key=HMAC_KEY)
+
+
+def test_the_recorded_captures_saved_before_still_read() -> None:
+    """The real captures the recorder saved (``capture-manifest/2``, unsigned)."""
+    recorded = sorted((REAL.parents[1] / "real").glob("*/*/capture/manifest.json"))
+    assert recorded
+    for manifest in recorded:
+        assert json.loads(manifest.read_text(encoding="utf-8"))["schema"].endswith("/2")
+        assert read_capture(manifest.parent).provenance.kind is ProvenanceKind.UNSIGNED
 
 
 def test_a_directory_without_a_manifest_needs_bodies(tmp_path: Path) -> None:
@@ -257,7 +383,7 @@ def test_a_directory_without_a_manifest_needs_bodies(tmp_path: Path) -> None:
     bare = read_capture(staging, bodies=True)
     assert bare.provenance.kind is ProvenanceKind.BARE
     with pytest.raises(CaptureIntegrityError, match="nothing here is signed"):
-        read_capture(staging, bodies=True, verify_key=KEY)
+        read_capture(staging, bodies=True, verify_key=PUBLIC)
 
 
 def test_a_bare_body_symlinked_to_dev_zero_is_refused(tmp_path: Path) -> None:
@@ -274,19 +400,35 @@ def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedP
 
 
 def test_probe_signs_and_explain_verifies(tmp_path: Path) -> None:
-    env = {"SIGN": KEY.decode()}
+    env = {"SIGN": pem_text(KEY), "PUBLIC": pem_text(KEY, public=True)}
+    private, public = key_files(tmp_path, KEY)
     with serve_capture(REAL) as door:
-        saved = tmp_path / "capture"
+        saved, from_file = tmp_path / "capture", tmp_path / "from-file"
         out = _cli("probe", door.url, "--save", str(saved), "--sign-key-env", "SIGN", env=env)
-    assert out.returncode == 0, out.stderr
-    verified = _cli("explain", str(saved), "--verify-key-env", "SIGN", env=env)
-    assert verified.returncode == 0, verified.stderr
-    assert f"signed by key id {key_id(KEY)} (verified)" in verified.stdout
+        assert out.returncode == 0, out.stderr
+        out = _cli("probe", door.url, "--save", str(from_file), "--sign-key", str(private))
+        assert out.returncode == 0, out.stderr
+    for directory in (saved, from_file):
+        for how in (["--verify-key-env", "PUBLIC"], ["--verify-key", str(public)]):
+            verified = _cli("explain", str(directory), *how, env=env)
+            assert verified.returncode == 0, verified.stderr
+            assert f"signed by key id {KEY.key_id} (verified)" in verified.stdout
     reseal(saved, _status_404)
-    refused = _cli("explain", str(saved), "--verify-key-env", "SIGN", env=env)
+    refused = _cli("explain", str(saved), "--verify-key", str(public))
     assert refused.returncode == 2
     assert "does not verify" in refused.stderr
     assert refused.stdout == ""
+    for text in (pem_text(KEY), pem_text(KEY, public=True)):
+        assert text.splitlines()[1] not in out.stdout + out.stderr  # no key is printed
+
+
+def test_explain_reads_an_hmac_capture_saved_before_with_its_key(legacy: Path) -> None:
+    env = {"SIGN": HMAC_KEY.decode()}
+    verified = _cli("explain", str(legacy), "--verify-key-env", "SIGN", env=env)
+    assert verified.returncode == 0, verified.stderr
+    assert f"signed by key id {hashlib.sha256(HMAC_KEY).hexdigest()[:8]} (verified)" in (
+        verified.stdout
+    )
 
 
 def test_an_unsigned_capture_says_so_and_is_refused_under_a_key(tmp_path: Path) -> None:
@@ -306,9 +448,10 @@ def test_an_unsigned_capture_says_so_and_is_refused_under_a_key(tmp_path: Path) 
     assert source["origin"] == "loaded"
     assert source["provenance"]["kind"] == "unsigned"
     assert "unsigned" in source["provenance"]["description"]
-    refused = _cli("explain", str(saved), "--verify-key-env", "SIGN", env={"SIGN": "k" * 32})
+    env = {"SIGN": pem_text(KEY, public=True)}
+    refused = _cli("explain", str(saved), "--verify-key-env", "SIGN", env=env)
     assert refused.returncode == 2
-    assert "unsigned, but a signature by key id" in refused.stderr
+    assert f"unsigned, but a signature by key id {KEY.key_id} is required" in refused.stderr
 
 
 def test_an_unlisted_startup_log_is_not_read(tmp_path: Path) -> None:
@@ -363,7 +506,11 @@ def test_fleet_urls_mapping_to_one_folder_get_distinct_names(tmp_path: Path) -> 
         assert read_capture(tmp_path / "fleet" / name).provenance.kind is ProvenanceKind.UNSIGNED
 
 
-def test_sign_key_without_save_is_one_line() -> None:
+def test_sign_key_without_save_is_one_line(tmp_path: Path) -> None:
     out = _cli("probe", "http://127.0.0.1:1", "--sign-key-env", "SIGN", env={"SIGN": "k"})
     assert out.returncode == 2
-    assert "give --save DIR" in out.stderr
+    assert "--sign-key-env signs a saved capture: give --save DIR" in out.stderr
+    private, _ = key_files(tmp_path, KEY)
+    out = _cli("probe", "http://127.0.0.1:1", "--sign-key", str(private))
+    assert out.returncode == 2
+    assert "--sign-key signs a saved capture: give --save DIR" in out.stderr

@@ -19,7 +19,13 @@ from hypothesis import strategies as st
 
 from tests.hostile._server import HostileServer, hostile_server, response
 from vllm_evidence.capture.batch import CaptureBatch, Transport
-from vllm_evidence.capture.http import BodyBudget, new_client, probe, worst_case_body_bytes
+from vllm_evidence.capture.http import (
+    BodyBudget,
+    ProbeSession,
+    ProbeSettings,
+    probe,
+    worst_case_body_bytes,
+)
 from vllm_evidence.errors import InputError
 
 MIB = 1024 * 1024
@@ -64,12 +70,11 @@ def test_probes_sharing_a_budget_never_hold_more_and_none_is_refused() -> None:
     budget = BodyBudget(limit)
 
     async def run(urls: list[str]) -> list[CaptureBatch]:
-        async with new_client() as client:
+        settings = ProbeSettings(max_body_bytes=CAP, timeout=20)
+        async with ProbeSession(settings, body_budget=budget) as session:
 
             async def one(url: str) -> CaptureBatch:
-                batch = await probe(
-                    url, max_body_bytes=CAP, timeout=20, client=client, body_budget=budget
-                )
+                batch = await session.probe(url)
                 await asyncio.sleep(0.05)  # an assessment, holding the bytes meanwhile
                 budget.release(batch)
                 return batch
@@ -90,10 +95,11 @@ def test_a_budget_of_one_probes_worst_case_reads_one_probe_at_a_time_without_dea
     budget = BodyBudget(WORST)
 
     async def run(urls: list[str]) -> list[CaptureBatch]:
-        async with new_client() as client:
+        settings = ProbeSettings(max_body_bytes=CAP)
+        async with ProbeSession(settings, body_budget=budget) as session:
 
             async def one(url: str) -> CaptureBatch:
-                batch = await probe(url, max_body_bytes=CAP, client=client, body_budget=budget)
+                batch = await session.probe(url)
                 budget.release(batch)
                 return batch
 
@@ -111,29 +117,28 @@ def test_a_request_waits_for_room_and_its_timeouts_do_not_count_the_wait() -> No
     budget = BodyBudget(WORST)
 
     async def run(first_url: str, second_url: str) -> tuple[CaptureBatch, CaptureBatch, float]:
-        async with new_client() as client:
-            kept = await probe(first_url, max_body_bytes=CAP, client=client, body_budget=budget)
-            assert budget.held == 10 * BODY  # kept until released
-            started = asyncio.get_running_loop().time()
-            # 0.5 s a request and 1 s for the batch: the wait below is longer than both.
-            second = asyncio.ensure_future(
-                probe(
-                    second_url,
-                    max_body_bytes=CAP,
-                    timeout=0.5,
-                    deadline=1.0,
-                    client=client,
-                    body_budget=budget,
-                )
+        # Two runs' probes (each a session of its own) sharing one budget.
+        kept = await probe(first_url, max_body_bytes=CAP, body_budget=budget)
+        assert budget.held == 10 * BODY  # kept until released
+        started = asyncio.get_running_loop().time()
+        # 0.5 s a request and 1 s for the batch: the wait below is longer than both.
+        second = asyncio.ensure_future(
+            probe(
+                second_url,
+                max_body_bytes=CAP,
+                timeout=0.5,
+                deadline=1.0,
+                body_budget=budget,
             )
-            await asyncio.sleep(2.0)
-            assert not second.done()  # waiting for room, not refused
-            waited = budget.waits
-            budget.release(kept)
-            batch = await second
-            budget.release(batch)
-            assert waited > 0
-            return kept, batch, asyncio.get_running_loop().time() - started
+        )
+        await asyncio.sleep(2.0)
+        assert not second.done()  # waiting for room, not refused
+        waited = budget.waits
+        budget.release(kept)
+        batch = await second
+        budget.release(batch)
+        assert waited > 0
+        return kept, batch, asyncio.get_running_loop().time() - started
 
     with ExitStack() as stack:
         first, second = _servers(stack, 2)
@@ -148,11 +153,9 @@ def test_a_cancelled_probe_gives_back_what_it_held() -> None:
     budget = BodyBudget(WORST)
 
     async def run(first_url: str, second_url: str) -> None:
-        async with new_client() as client:
-            kept = await probe(first_url, max_body_bytes=CAP, client=client, body_budget=budget)
-            second = asyncio.ensure_future(
-                probe(second_url, max_body_bytes=CAP, client=client, body_budget=budget)
-            )
+        async with ProbeSession(ProbeSettings(max_body_bytes=CAP), body_budget=budget) as session:
+            kept = await session.probe(first_url)
+            second = asyncio.ensure_future(session.probe(second_url))
             await asyncio.sleep(1.0)  # it has read what fits and waits for the rest
             assert budget.held > 10 * BODY
             second.cancel()

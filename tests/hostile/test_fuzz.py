@@ -30,9 +30,10 @@ from vllm_evidence.adapters.server_info import parse_server_info_json, parse_ser
 from vllm_evidence.adapters.startup_log import LogReadFailure, StartupLog, read_startup_log
 from vllm_evidence.adapters.version import parse_version
 from vllm_evidence.adapters.world_size import parse_world_size
-from vllm_evidence.assessment import assess, render_report
+from vllm_evidence.assessment import assess
 from vllm_evidence.measure import BasisPoint, Concurrency, GiB, MeasureParseFailure, TokenCount
 from vllm_evidence.output.assessment import assessment_document
+from vllm_evidence.output.report import render_report
 from vllm_evidence.readback import historical_bundle
 from vllm_evidence.testing.strategies import (
     metrics_bodies,
@@ -259,3 +260,4 @@ def test_the_whole_pipeline_never_raises(
     assert not [c for c in report if ord(c) < 0x20 and c != "\n"]
     json.dumps(assessment_document(assessment))
     repr(assessment)
+    assert not [c for c in str(assessment) if ord(c) < 0x20]  # one line, nothing raw

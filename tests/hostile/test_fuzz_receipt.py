@@ -1,14 +1,18 @@
 """Fuzzing the launch receipt reader: every input is a receipt or one typed line.
 
-Each input is a receipt the launcher could have written (``/1`` or ``/2``, with or
-without a ``log_write_failure``) mutated — bytes flipped, cut, duplicated, hostile
-tokens spliced in (``1e999999999`` as a number and as the start time's string, 5,000
-``[``, 5,000-digit integers, a key given twice, unpaired surrogates, ``NaN``, ``true``
-for an integer) — or a receipt whose fields hold hostile JSON values, or raw bytes.
+Each input is a receipt the launcher could have written (``/1``, ``/2`` or ``/3``, with
+or without a ``log_write_failure``, ``/3`` signed or not) mutated — bytes flipped, cut,
+duplicated, hostile tokens spliced in (``1e999999999`` as a number and as the start
+time's string, 5,000 ``[``, 5,000-digit integers, a key given twice, unpaired
+surrogates, ``NaN``, ``true`` for an integer) — or a receipt whose fields hold hostile
+JSON values, or raw bytes.
 Every input gives a :class:`LaunchReceipt` or an :class:`InputError` whose text is one
 short line; never another exception.  A receipt read is then used as the package uses
 one: its repr, its JSON rendering, its pickle (a re-derivation), and its start time
-written out in full as the log join writes it — each bounded.
+written out in full as the log join writes it — each bounded.  No input reads as
+observed in process (only the launcher's own code marks a receipt so), and a receipt
+the launcher signed reads as verified after a mutation only when the mutation left every
+field as it was (whitespace, key order): an edit never keeps the signature.
 
 Marked ``slow``: ``VLLM_EVIDENCE_FUZZ_EXAMPLES`` is the number of inputs of the module
 (default 600; ``VLLM_EVIDENCE_FUZZ_EXAMPLES=100000 pytest -m slow tests/hostile`` sends
@@ -31,12 +35,21 @@ from hypothesis import strategies as st
 
 import vllm_evidence.output.assessment  # noqa: F401  # registers the receipt's JSON hook
 from vllm_evidence._converter import converter
-from vllm_evidence.adapters.receipt import LaunchReceipt, parse_launch_receipt
+from vllm_evidence.adapters.receipt import (
+    LaunchReceipt,
+    ReceiptAuthentication,
+    parse_launch_receipt,
+)
+from vllm_evidence.capture.signing import SigningKey, canonical
 from vllm_evidence.errors import InputError
+
+#: The launcher's key in this module.
+KEY = SigningKey.generate()
+SCHEMAS = [f"vllm-evidence.launch-receipt/{n}" for n in (1, 2, 3)]
 
 TOTAL = int(os.environ.get("VLLM_EVIDENCE_FUZZ_EXAMPLES", "600"))
 #: Percent of :data:`TOTAL` per test (they add up to 100: TOTAL inputs in all).
-WEIGHTS = {"mutated": 60, "fields": 30, "raw": 10}
+WEIGHTS = {"mutated": 50, "fields": 25, "raw": 10, "signed": 15}
 
 pytestmark = pytest.mark.slow
 
@@ -107,6 +120,10 @@ TOKENS = [
     b'"log_write_failure": {"at_byte": 1, "at_byte": 2, "error": "e"}',
     b'"schema": "vllm-evidence.launch-receipt/1"',
     b'"schema": "vllm-evidence.launch-receipt/2"',
+    b'"schema": "vllm-evidence.launch-receipt/3"',
+    b'"signature": null',
+    b'"signature": {"algorithm": "ed25519", "key_id": "0000000000000000", "ed25519": "00"}',
+    b'"key_id": "' + KEY.key_id.encode() + b'"',
     b'"extra": 1',
 ]
 
@@ -123,6 +140,10 @@ KEYS = [
     "log_write_failure",
     "at_byte",
     "error",
+    "signature",
+    "algorithm",
+    "key_id",
+    "ed25519",
 ]
 
 
@@ -160,9 +181,7 @@ def receipts(draw: st.DrawFn) -> dict[str, Any]:
     """A receipt document as the launcher writes one, its values near and past bounds."""
     start = draw(starts)
     document: dict[str, Any] = {
-        "schema": draw(
-            st.sampled_from(["vllm-evidence.launch-receipt/1", "vllm-evidence.launch-receipt/2"])
-        ),
+        "schema": draw(st.sampled_from(SCHEMAS)),
         "pid": draw(mostly(st.integers(1, 2**31 - 1), st.integers(-1, 2**31 + 1))),
         "process_start_time_seconds": start,
         "start_time_unavailable": (
@@ -174,8 +193,16 @@ def receipts(draw: st.DrawFn) -> dict[str, Any]:
         "log_bytes": draw(mostly(st.integers(0, 10**18 - 1), st.integers(-1, 10**19))),
         "log_sha256": draw(mostly(st.just(SHA), st.sampled_from([SHA.upper(), SHA[:63], ""]))),
     }
-    if document["schema"].endswith("/2") and draw(st.booleans()):
+    if not document["schema"].endswith("/1") and draw(st.booleans()):
         document["log_write_failure"] = draw(failures)
+    if document["schema"].endswith("/3") and draw(st.booleans()):
+        document["signature"] = None
+        if draw(st.booleans()):  # the launcher's signature of what it wrote
+            document["signature"] = {
+                "algorithm": "ed25519",
+                "key_id": KEY.key_id,
+                "ed25519": KEY.sign(canonical(document, without="signature")),
+            }
     return document
 
 
@@ -213,7 +240,7 @@ json_values: st.SearchStrategy[Any] = st.recursive(
     | st.integers(min_value=-(10**40), max_value=10**40)
     | st.floats(allow_nan=True, allow_infinity=True)
     | st.text(max_size=40)
-    | st.sampled_from(["1e999999999", "\ud800", "vllm-evidence.launch-receipt/2"]),
+    | st.sampled_from(["1e999999999", "\ud800", *SCHEMAS, "ed25519", KEY.key_id, "0" * 128]),
     lambda inner: (
         st.lists(inner, max_size=6)
         | st.dictionaries(st.sampled_from(KEYS) | st.text(max_size=10), inner, max_size=8)
@@ -231,18 +258,18 @@ def hostile_fields(draw: st.DrawFn) -> bytes:
     return json.dumps(document, allow_nan=True).encode("utf-8", "surrogatepass")
 
 
-def check(data: bytes) -> None:
+def check(data: bytes) -> LaunchReceipt | None:
     """The one property: a receipt, used as the package uses one, or one typed line."""
     SEEN["input"] += 1
     try:
-        receipt = parse_launch_receipt(data, "fuzzed.json")
+        receipt = parse_launch_receipt(data, "fuzzed.json", verification_key=KEY.verification_key)
     except InputError as exc:
         line = str(exc)
         assert line.startswith("launch receipt fuzzed.json: "), line[:200]
         assert "\n" not in line, line[:200]
         assert len(line) < 600, line[:600]
         SEEN["refused"] += 1
-        return
+        return None
     except BaseException:
         SEEN["crash"] += 1
         raise
@@ -256,6 +283,9 @@ def check(data: bytes) -> None:
         assert len(format(receipt.process_start_seconds, "f")) < 64
     if receipt.log_write_failure is not None:
         assert 0 <= receipt.log_write_failure.at_byte < 10**18
+    assert receipt.authentication is not ReceiptAuthentication.OBSERVED_IN_PROCESS
+    SEEN[receipt.authentication.value] += 1
+    return receipt
 
 
 @fuzz("mutated")
@@ -276,6 +306,41 @@ def test_hostile_field_values_are_read_or_refused_in_one_line(data: bytes) -> No
 )
 def test_raw_bytes_are_refused_in_one_line(data: bytes) -> None:
     check(data)
+
+
+@st.composite
+def signed_receipts(draw: st.DrawFn) -> dict[str, Any]:
+    """A ``/3`` receipt the launcher signed, with valid fields."""
+    document = draw(receipts())
+    document.update(
+        schema=SCHEMAS[2],
+        pid=draw(st.integers(1, 2**31 - 1)),
+        process_start_time_seconds="1.7e+09",
+        start_time_unavailable=None,
+        log_bytes=draw(st.integers(0, 10**6)),
+        log_sha256=SHA,
+        log_write_failure=None,
+    )
+    document["signature"] = {
+        "algorithm": "ed25519",
+        "key_id": KEY.key_id,
+        "ed25519": KEY.sign(canonical(document, without="signature")),
+    }
+    return document
+
+
+@fuzz("signed")
+@given(st.data())
+def test_a_mutated_signed_receipt_verifies_only_unedited(data: st.DataObject) -> None:
+    document = data.draw(signed_receipts())
+    original = encoded(document, data.draw(st.none() | st.integers(0, 4)))
+    assert check(original) is not None
+    mutated_bytes = data.draw(mutated(st.just(original)))
+    receipt = check(mutated_bytes)
+    if receipt is not None and receipt.authentication is ReceiptAuthentication.VERIFIED:
+        read = json.loads(mutated_bytes)
+        assert canonical(read, without="signature") == canonical(document, without="signature")
+        SEEN["verified after a mutation (fields unchanged)"] += 1
 
 
 def test_the_generated_receipts_reach_both_outcomes() -> None:

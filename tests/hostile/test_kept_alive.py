@@ -87,15 +87,18 @@ async def _serve(
     return batch, received, connections
 
 
-def _probe(behaviour: Behaviour) -> tuple[CaptureBatch, list[tuple[str, str]], int]:
-    from vllm_evidence.capture._wire import ProbeClient
+@pytest.fixture(autouse=True)
+def _short_reuse_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A reused connection is taken for dead after 0.2 s without a byte (1 s by default),
+    so that the silent server's cases end sooner."""
+    from vllm_evidence.capture import _wire
 
+    monkeypatch.setattr(_wire, "REUSE_SILENCE_S", 0.2)
+
+
+def _probe(behaviour: Behaviour) -> tuple[CaptureBatch, list[tuple[str, str]], int]:
     async def run(url: str) -> CaptureBatch:
-        # the probe's own client, with a short reuse deadline (1 s by default)
-        async with ProbeClient(
-            reuse_silence_s=0.2, connections_per_server=len(PROBE_ROUTES) + 1
-        ) as client:
-            return await probe(url, client=client, timeout=5)
+        return await probe(url, timeout=5)
 
     return asyncio.run(asyncio.wait_for(_serve(behaviour, run), 60))
 

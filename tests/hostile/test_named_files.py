@@ -29,7 +29,7 @@ from tests._ports import serve_on_port
 from tests.adapters.test_receipt_files import without_blocking
 from vllm_evidence.capture._files import NamedFileError, read_named_file
 from vllm_evidence.capture.directory import save
-from vllm_evidence.capture.http import new_client, probe_sync
+from vllm_evidence.capture.http import ProbeSession, ProbeSettings, probe_sync
 from vllm_evidence.errors import InputError
 
 #: Peak RSS allowed for one command reading a hostile receipt (the package's own
@@ -167,13 +167,7 @@ def test_a_directory_as_targets_is_refused(tmp_path: Path) -> None:
 
 
 def _run_client(verify: str) -> None:
-    import asyncio
-
-    async def make() -> None:
-        async with new_client(verify=verify):
-            pass
-
-    asyncio.run(make())
+    ProbeSession(ProbeSettings(verify=verify))  # the CA file is read here
 
 
 def test_a_ca_bundle_with_non_ascii_comments_loads(tmp_path: Path) -> None:

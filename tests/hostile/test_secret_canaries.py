@@ -308,6 +308,7 @@ def test_the_receipt_and_its_documents_in_process_carry_no_canary(tmp_path: Path
     from vllm_evidence import assess, probe_sync, read_startup_log, readback_from_batch
     from vllm_evidence.adapters.receipt import read_launch_receipt
     from vllm_evidence.output.assessment import assessment_document
+    from vllm_evidence.output.report import render_report
     from vllm_evidence.rederive import dumps
 
     receipt_path, log_path, hits = _launch(tmp_path)
@@ -322,6 +323,7 @@ def test_the_receipt_and_its_documents_in_process_carry_no_canary(tmp_path: Path
         repr(receipt.argv),
         repr(assessment),
         str(assessment),
+        render_report(assessment),
         repr(assessment_document(assessment)),
         dumps(assessment),
     ]

@@ -101,6 +101,7 @@ def test_the_canary_key_reaches_no_object_repr_or_document(mode: str, tmp_path: 
     from vllm_evidence import assess, probe_sync
     from vllm_evidence.capture.directory import manifest_document
     from vllm_evidence.output.assessment import assessment_document
+    from vllm_evidence.output.report import render_report
     from vllm_evidence.readback import readback_from_batch
     from vllm_evidence.rederive import dumps
 
@@ -116,6 +117,7 @@ def test_the_canary_key_reaches_no_object_repr_or_document(mode: str, tmp_path: 
         *(e.body or b"" for e in batch.all_exchanges()),
         repr(assessment),
         str(assessment),
+        render_report(assessment),
         repr(assessment_document(assessment)),
         repr(manifest_document(batch)),
         dumps(assessment),

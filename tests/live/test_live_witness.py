@@ -15,11 +15,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 
 from tests._evidence import assess_witnessed
+from vllm_evidence.adapters.receipt import RECEIPT_SCHEMAS
 from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
 from vllm_evidence.assessment import claim_established
+from vllm_evidence.serialize import schema
 
 SERVING_CLAIMS = (
     "parallel",
@@ -76,10 +79,18 @@ def test_the_other_scenarios_log_is_refused(witness_dir: Path, name: str) -> Non
     assert decisions["health_coverage"]["subject"] == "serving"
 
 
-def test_the_receipt_names_the_launch_and_no_secret(witness_dir: Path) -> None:
+def test_the_receipt_names_the_launch_and_no_secret(witness_dir: Path, is_fresh: bool) -> None:
     path = witness_dir / "launch-receipt.json"
     receipt = json.loads(path.read_text(encoding="utf-8"))
-    assert receipt["schema"] == "vllm-evidence.launch-receipt/1"
+    if is_fresh:
+        # The receipt a real launch writes now is valid against the published schema
+        # (the version is the schema file's own const), and signed by the run's key.
+        published = schema("launch-receipt")
+        jsonschema.validate(receipt, published)
+        assert receipt["schema"] == published["properties"]["schema"]["const"]
+        assert receipt["signature"]["algorithm"] == "ed25519"
+    else:  # the committed recording: written by a launcher of before, still read
+        assert receipt["schema"] in RECEIPT_SCHEMAS
     assert receipt["process_start_time_seconds"] is not None
     assert "--tensor-parallel-size" in receipt["argv"]
 

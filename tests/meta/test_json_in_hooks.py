@@ -21,9 +21,6 @@ PACKAGE = Path(__file__).resolve().parents[2] / "vllm_evidence"
 NOT_DOCUMENTS: dict[tuple[str, str], str] = {
     ("_cli/audit.py", "run"): "the route tables given per launch mode",
     ("adapters/startup_log/_lexer.py", "parse_bool_text"): "a lookup of Python's bool text",
-    ("capture/http.py", "probe"): "the request headers and httpx's event hooks",
-    ("assessment.py", "_decisions"): "the decisions by name, for the text report",
-    ("assessment.py", "_route_arms"): "each route's outcome by stem, for the text report",
     ("rederive/_read.py", "_recorded_verdicts"): "a read document's verdicts, checked, not written",
 }
 

@@ -1,4 +1,5 @@
-"""Readable values: a sealed value's ``repr`` is short, and ``str(assessment)`` is the report."""
+"""Readable values: a sealed value's ``repr`` is short, ``str(assessment)`` is one line, and
+the CLI prints the report."""
 
 from __future__ import annotations
 
@@ -12,9 +13,10 @@ from hypothesis import given, settings
 
 from tests._paths import CAPTURES, REAL
 from vllm_evidence import assess, load, probe_sync, read_startup_log, readback_from_batch
+from vllm_evidence._scrub import scrub
 from vllm_evidence._seal import Sealed, brief
 from vllm_evidence.adapters.startup_log import StartupLog
-from vllm_evidence.assessment import Assessment, _arm_text, _route_arms
+from vllm_evidence.assessment import Assessment, summary_line
 from vllm_evidence.cli import main
 from vllm_evidence.decisions import ParallelEstablished
 from vllm_evidence.output.front_door import route_outcomes
@@ -143,46 +145,62 @@ def _explain_stdout(argv: list[str]) -> str:
     [REAL, CAPTURES / "vllm-0.32.0-cpu-tp1-devmode", *sorted(SERVERS.glob("tp*"))],
     ids=lambda p: p.name,
 )
-def test_str_of_an_assessment_is_the_cli_report(directory: Path) -> None:
-    """``explain`` (no terminal) prints exactly ``str(assessment)``, then the capture's
-    provenance line."""
+def test_explain_prints_the_report_and_str_is_one_line(directory: Path) -> None:
+    """``explain`` (no terminal) prints exactly :func:`render_report`, then the capture's
+    provenance line; ``str(assessment)`` is the short form: one line, the answer."""
     log = directory / "startup.log"
     argv = ["explain", str(directory), "--bodies", "--startup-log", str(log)]
     assessment = assess(load(directory, bodies=True), _log(directory))
     report, provenance = _explain_stdout(argv).rsplit("\nprovenance: ", 1)
-    assert report + "\n" == str(assessment)
+    assert report + "\n" == render_report(assessment)
     assert provenance.endswith(
         "bare bodies read with --bodies (no manifest: nothing shows these "
         "bytes were one batch, or unedited)\n"
     )
-    assert str(assessment) == render_report(assessment)
-    assert str(assessment).startswith("vLLM ")
+    assert render_report(assessment).startswith("vLLM ")
+    text = str(assessment)
+    assert "\n" not in text
+    assert text == (
+        f"Assessment(bodies supplied by a caller, vLLM {assessment.version}, "
+        f"{summary_line(assessment)})"
+    )
+    assert summary_line(assessment) in " ".join(report.split())  # the report wraps it
 
 
-def test_str_with_a_target_is_the_probe_report() -> None:
+def test_str_of_a_probed_assessment_names_its_target() -> None:
     with serve_capture(REAL) as door:
         batch = probe_sync(door.url)
     assessment = assess(readback_from_batch(batch))
     report = render_report(assessment, target=door.url)
-    assert report == f"{door.url}: {assessment!s}"
+    assert report == f"{door.url}: {render_report(assessment)}"
+    assert str(assessment).startswith(f"Assessment({door.url}, vLLM 0.32.0, serving claims: ")
+    alone = assess(None, _log(REAL))
+    assert str(alone).startswith(f"Assessment(startup log {REAL / 'startup.log'} launch 0, ")
+    assert ", launch claims: " in str(alone)
 
 
 @settings(max_examples=40, deadline=None)
 @given(assessments())
 def test_generated_assessments_read_well(assessment: Assessment) -> None:
     assert len(repr(assessment)) < 4000
-    assert str(assessment) == render_report(assessment)
+    text = str(assessment)
+    assert text.startswith("Assessment(")
+    assert "\n" not in text
+    assert len(text) < 1000, text
 
 
 @settings(max_examples=40, deadline=None)
 @given(assessments())
 def test_the_report_names_each_route_arm_as_the_json_does(assessment: Assessment) -> None:
-    """The text report's route lines and the JSON route section name the same arm and
-    fields (the report no longer reads the JSON's dicts, so this keeps them in step)."""
+    """The text report's route lines name the arm and fields the JSON route section
+    names (both read :func:`~vllm_evidence.output.front_door.arm_fields`; this holds the
+    report's wording of them to the document's)."""
     readback = assessment.evidence.front_door
     if readback is None:
         return
-    json_arms = route_outcomes(readback)
-    for stem, outcome in _route_arms(readback).items():
-        name, fields = _arm_text(outcome)
-        assert json_arms[stem] == {"route": outcome.route.target, "outcome": name, **dict(fields)}
+    report = render_report(assessment, width=10_000)
+    for stem, arm in route_outcomes(readback).items():
+        fields = {k: v for k, v in arm.items() if k not in ("route", "outcome")}
+        extra = ", ".join(f"{k}={v}" for k, v in fields.items())
+        line = f"  {stem:<33} {arm['outcome']}" + (f" ({extra})" if extra else "")
+        assert scrub(line) + "\n" in report, line

@@ -15,8 +15,8 @@ from packaging.version import Version
 
 from vllm_evidence.upstream import (
     CapacityAuthority,
+    CapacityFormat,
     CapacityLaw,
-    CapacityLogFormat,
     CapacityLogFormatLaw,
     CapacitySource,
     ExecutorBackend,
@@ -37,7 +37,7 @@ LINE = {
     CapacityAuthority.PER_WORKER_BEFORE_REDUCTION: "log per worker, before the minimum",
     CapacityAuthority.NOT_GROUP_AWARE: "log per engine, not group-aware",
 }
-FORMAT = {CapacityLogFormat.TWO_LINE: "two lines", CapacityLogFormat.ONE_LINE: "one line"}
+FORMAT = {CapacityFormat.V1_TWO_LINE: "two lines", CapacityFormat.V1_ONE_LINE: "one line"}
 HEALTH = {
     HealthCoverage.API_SERVER_ONLY: "API server only",
     HealthCoverage.WORKER_DEATH_REACHES: "worker death reaches",

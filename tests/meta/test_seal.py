@@ -127,6 +127,8 @@ REDERIVABLE = {
     "Exchange",
     "HistoricalBundle",
     "LaunchReceipt",
+    "ProcRead",
+    "ProcessTree",
     "StartupLog",
 }
 

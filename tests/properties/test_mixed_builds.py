@@ -16,7 +16,11 @@ from vllm_evidence.assessment import Assessment, Subject, assess, claim_establis
 from vllm_evidence.capture.http import probe_sync
 from vllm_evidence.decisions import LogJoined, LogJoinRefused
 from vllm_evidence.readback import CapturedReadback, readback_from_batch
-from vllm_evidence.testing.strategies import WitnessedLaunch, witnessed_launches
+from vllm_evidence.testing.strategies import (
+    WitnessedLaunch,
+    launcher_verification_key,
+    witnessed_launches,
+)
 from vllm_evidence.testing.stub import serve_capture
 
 #: The claims a minimal front door cannot establish alone (so a log would be the source).
@@ -46,7 +50,7 @@ def _log(launch: WitnessedLaunch) -> StartupLog:
 
 
 def _receipt(launch: WitnessedLaunch) -> LaunchReceipt:
-    return parse_launch_receipt(launch.receipt)
+    return parse_launch_receipt(launch.receipt, verification_key=launcher_verification_key())
 
 
 def _no_serving_claim_from(assessment: Assessment) -> None:

@@ -9,6 +9,7 @@ compile-cache line, since nothing compiles), and from the hand-written logs belo
 
 from __future__ import annotations
 
+import io
 import re
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import pytest
 from tests._evidence import args, banner, engine_init, log, rank_line
 from vllm_evidence.adapters.startup_log import Launch, StartupLog, read_startup_log
 from vllm_evidence.output.startup_log import render_startup_log, startup_log_document
-from vllm_evidence.readback.parallel import launch_parallel
+from vllm_evidence.readback.parallel import RankAttribution, launch_parallel
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 LOGS = sorted(REAL.rglob("startup.log"))
@@ -39,9 +40,43 @@ def _ranks_line(text: str) -> str:
     return found.group(1)
 
 
-def test_the_eager_dp2_launch_says_why_its_worker_lines_are_not_mapped_in_the_json_too() -> None:
-    """Issue 33: the text gave a reason where the JSON's ``unmapped_why`` was empty."""
+def _head(path: Path, lines: int) -> StartupLog:
+    """The first ``lines`` lines of a log, as a paste cut there would give them."""
+    kept = b"".join(path.read_bytes().splitlines(keepends=True)[:lines])
+    read = read_startup_log(io.BytesIO(kept))
+    assert isinstance(read, StartupLog), read
+    return read
+
+
+def test_the_eager_dp2_launch_maps_each_worker_by_its_engines_force_killed_tree() -> None:
+    """Issue 33: lines 213-223, the API server force-kills EngineCore_DP0 pid 19267 and then
+    'sub process VLLM::Worker pid 19927' (line 221), EngineCore_DP1 pid 19268 and then pid
+    19921 (line 223).  Ranks 0 and 1, each at its worker's last rank line (the assignment
+    lines 59 and 58), and the JSON says the same."""
     startup_log = _read(EAGER)
+    (launch,) = startup_log.launches
+    resolved = launch_parallel(launch)
+    assert resolved.configuration is not None
+    assert resolved.configuration.data_parallel_size == 2
+    got = [
+        (g.rank, g.line, g.pid, g.attribution, g.engine_line, g.tree_line) for g in resolved.ranks
+    ]
+    assert got == [
+        (0, 59, 19927, RankAttribution.SHUTDOWN_KILL, None, 221),
+        (1, 58, 19921, RankAttribution.SHUTDOWN_KILL, None, 223),
+    ]
+    assert (resolved.unmapped_lines, resolved.unmapped_tags, resolved.unmapped_why) == ((), (), ())
+    (document,) = startup_log_document(startup_log)["launches"]
+    ranks = document["resolved_parallel"]["global_ranks"]
+    assert [(r["rank"], r["pid"]) for r in ranks] == [(0, 19927), (1, 19921)]
+    assert document["resolved_parallel"]["unmapped_why"] == []
+    assert _ranks_line(render_startup_log(startup_log)) == "0, 1"
+
+
+def test_the_eager_dp2_launch_cut_before_its_shutdown_says_why_nothing_is_mapped() -> None:
+    """The same log up to its route table (line 167): nothing names a worker's engine yet;
+    the text and the JSON give the same reason."""
+    startup_log = _head(EAGER, 167)
     (launch,) = startup_log.launches
     resolved = launch_parallel(launch)
     assert resolved.configuration is not None
@@ -150,3 +185,312 @@ def test_a_launch_that_does_not_resolve_says_why_and_maps_nothing() -> None:
     (bare,) = log(banner("0.29.0")).launches
     nothing = launch_parallel(bare)
     assert (nothing.configuration, nothing.note, nothing.ranks) == (None, "no engine-init line", ())
+
+
+# --- the shutdown's force kill of an engine core's process tree (vLLM 0.32.0) ----------
+
+_KILLER = "(APIServer pid=100) WARNING 12-02 14:55:28 "
+
+
+def _root(name: str, pid: int, killer: str = _KILLER) -> str:
+    return (
+        f"{killer}[utils.py:653] [shutdown] Process manager: force killing remaining "
+        f"process {name} pid {pid}\n"
+    )
+
+
+def _child(pid: int, killer: str = _KILLER, name: str = "VLLM::Worker") -> str:
+    return f"{killer}[system_utils.py:225] [shutdown] force killing sub process {name} pid {pid}\n"
+
+
+def _count(n: int) -> str:
+    return (
+        f"{_KILLER}[utils.py:648] [shutdown] Process manager: force killing remaining "
+        f"processes count={n}\n"
+    )
+
+
+# _independent's engines are EngineCore_DP0 pid=200 and EngineCore_DP1 pid=201; its
+# workers 400 (line 5) and 401 (line 6) print 'rank 0 in world 1'; kill lines from line 7.
+_TREES = _count(2) + _root("EngineCore_DP0", 200) + _child(401) + _root("EngineCore_DP1", 201)
+_TREES += _child(400)
+
+
+def _mapped(launch: Launch) -> list[tuple[int, int | None, int | None]]:
+    return [(g.rank, g.pid, g.tree_line) for g in launch_parallel(launch).ranks]
+
+
+def test_each_worker_is_its_force_killed_engines() -> None:
+    resolved = launch_parallel(_independent("0.32.0", _TREES))
+    assert [(g.rank, g.pid, g.tree_line, g.attribution) for g in resolved.ranks] == [
+        (0, 401, 9, RankAttribution.SHUTDOWN_KILL),
+        (1, 400, 11, RankAttribution.SHUTDOWN_KILL),
+    ]
+    assert resolved.unmapped_why == ()
+
+
+def test_a_release_whose_shutdown_does_not_name_the_descendants_is_not_read() -> None:
+    # 0.31.0 kills the same tree without the sub-process line: such lines are not its.
+    resolved = launch_parallel(_independent("0.31.0", _TREES))
+    assert resolved.ranks == ()
+    assert resolved.unmapped_why == (
+        f"2 {_NOT_MAPPED}",
+        (
+            "vLLM 0.31.0's force-kill lines are read only for 0.32.0 (where they list each "
+            "engine core's descendants)"
+        ),
+    )
+
+
+def test_a_pid_killed_under_two_engines_is_not_mapped_and_says_so() -> None:
+    trees = _root("EngineCore_DP0", 200) + _child(401) + _root("EngineCore_DP1", 201)
+    trees += _child(401) + _child(400)
+    resolved = launch_parallel(_independent("0.32.0", trees))
+    assert [(g.rank, g.pid) for g in resolved.ranks] == [(1, 400)]
+    assert resolved.unmapped_lines == (6,)
+    assert resolved.unmapped_why == (
+        f"1 {_NOT_MAPPED}",
+        (
+            "pid 401 is force-killed as a descendant of DP engine 0 (line 8) and of DP "
+            "engine 1 (line 10)"
+        ),
+    )
+
+
+def test_a_root_tagged_as_another_engine_maps_none_of_its_descendants() -> None:
+    # pid 201 prints its own lines as EngineCore_DP1; a kill line calling it DP0 is not
+    # taken for either.
+    trees = _root("EngineCore_DP0", 201) + _child(401) + _root("EngineCore_DP1", 200)
+    trees += _child(400)
+    resolved = launch_parallel(_independent("0.32.0", trees))
+    assert resolved.ranks == ()
+    assert resolved.unmapped_why == (
+        f"2 {_NOT_MAPPED}",
+        (
+            "line 7 (APIServer pid=100) force-kills EngineCore_DP0 pid 201, whose own lines "
+            "are tagged as DP engine(s) [1]"
+        ),
+        (
+            "line 9 (APIServer pid=100) force-kills EngineCore_DP1 pid 200, whose own lines "
+            "are tagged as DP engine(s) [0]"
+        ),
+    )
+
+
+def test_the_tree_and_the_compile_cache_naming_two_engines_map_nothing() -> None:
+    saved = (
+        "(Worker pid=401) INFO 12-01 07:12:34 [decorators.py:719] saved AOT compiled "
+        "function to /c/torch_aot_compile/5c6d/rank_0_1/model\n"
+    )
+    resolved = launch_parallel(_independent("0.32.0", saved + _TREES))
+    assert [(g.rank, g.pid) for g in resolved.ranks] == [(1, 400)]
+    assert resolved.unmapped_why == (
+        f"1 {_NOT_MAPPED}",
+        (
+            "process (Worker pid=401): its compile-cache line 7 names DP engine 1, the "
+            "force-kill line 10 names DP engine 0"
+        ),
+    )
+    # Agreeing, both are kept: the cache line, and the tree line.
+    agreeing = saved.replace("rank_0_1", "rank_0_0")
+    both = launch_parallel(_independent("0.32.0", agreeing + _TREES))
+    assert [(g.rank, g.pid, g.engine_line, g.tree_line) for g in both.ranks] == [
+        (0, 401, 7, 10),
+        (1, 400, None, 12),
+    ]
+
+
+def test_only_the_descendant_lines_right_after_a_root_are_its() -> None:
+    other = "(APIServer pid=101) WARNING 12-02 14:55:28 "
+    interrupted = (
+        _root("EngineCore_DP0", 200)
+        + f"{_KILLER}[launcher.py:254] [shutdown] API server: shutdown triggered\n"
+        + _child(401)
+    )
+    for trees in (
+        _root("EngineCore_DP0", 200, killer=other) + _child(401),  # another process's root
+        _root("EngineCore_DP0", 200) + _child(401, killer=other),  # another's descendant
+        _root("EngineCore_DP0", 200) + _count(1) + _child(401),  # a new kill began
+        interrupted,  # another line of the killing process came between
+        _child(401) + _root("EngineCore_DP0", 200),  # a descendant before any root
+        _root("EngineCore_DP0", 200).replace(_KILLER, "") + _child(401).replace(_KILLER, ""),
+    ):
+        assert _mapped(_independent("0.32.0", trees)) == [], trees
+    assert _mapped(_independent("0.32.0", _root("EngineCore_DP0", 200) + _child(401))) == [
+        (0, 401, 8)
+    ]
+
+
+def test_a_ray_workers_pid_is_not_looked_up_in_this_machines_tree() -> None:
+    text = banner("0.32.0") + args("{'model': '/models/m', 'data_parallel_size': 2}")
+    for i in (0, 1):
+        init = engine_init("0.32.0", tp=1, dp=1)
+        text += init.replace(
+            "(EngineCore pid=200) INFO 11-30 04:11:05 [core.py:133] ", _DP.format(i=i)
+        )
+    text += rank_line(0, 1, tag="RayWorkerWrapper pid=400, ip=10.0.0.2")
+    text += rank_line(0, 1, tag="Worker pid=401")
+    text += _root("EngineCore_DP0", 200) + _child(400) + _root("EngineCore_DP1", 201)
+    text += _child(401)
+    (launch,) = log(text).launches
+    assert _mapped(launch) == [(1, 401, 10)]
+
+
+# --- workers seen only by their tag ---------------------------------------------------
+
+
+def _memory(tag: str) -> str:
+    return f"({tag}) INFO 11-30 04:11:20 [gpu_worker.py:1] Available KV cache memory: 1.00 GiB\n"
+
+
+def test_worker_tags_with_no_engine_init_line_are_seen_not_mapped_in_the_json_too() -> None:
+    """Issue 33: a fragment with (Worker_TP0 pid=…) and (Worker_TP1 pid=…) lines and no
+    engine-init line said nothing of the tags; their name gives each worker's TP rank in
+    its engine, not a global rank (independent DP engines print the same names)."""
+    startup_log = log(
+        banner("0.32.0") + _memory("Worker_TP0 pid=300") + _memory("Worker_TP1 pid=301")
+    )
+    (launch,) = startup_log.launches
+    resolved = launch_parallel(launch)
+    assert (resolved.configuration, resolved.ranks) == (None, ())
+    assert [(t.text, line) for t, line in resolved.unmapped_tags] == [
+        ("Worker_TP0 pid=300", 2),
+        ("Worker_TP1 pid=301", 3),
+    ]
+    why = (
+        "2 worker tag(s) with no rank line seen, not mapped: Worker_TP0 pid=300 (line 2: in "
+        "its engine TP rank 0); Worker_TP1 pid=301 (line 3: in its engine TP rank 1): the "
+        "launch's sizes are not resolved (no engine-init line)"
+    )
+    assert resolved.unmapped_why == (why,)
+    (document,) = startup_log_document(startup_log)["launches"]
+    assert document["resolved_parallel"]["unmapped_why"] == [why]
+
+
+def test_worker_tags_under_the_resolved_sizes_are_global_ranks() -> None:
+    text = banner("0.32.0") + engine_init("0.32.0", tp=2)
+    resolved = launch_parallel(
+        log(text + _memory("Worker_TP1 pid=301") + _memory("VllmWorker-0 pid=300")).launches[0]
+    )
+    assert [(g.rank, g.line, g.pid, g.attribution) for g in resolved.ranks] == [
+        (0, 4, 300, RankAttribution.WORKER_TAG),
+        (1, 3, 301, RankAttribution.WORKER_TAG),
+    ]
+    assert (resolved.unmapped_tags, resolved.unmapped_why) == ((), ())
+    # Under PP=2 the same names leave the stage out: seen, not mapped, and why.
+    pp2 = launch_parallel(
+        log(
+            banner("0.32.0") + engine_init("0.32.0", tp=2, pp=2) + _memory("Worker_TP1 pid=301")
+        ).launches[0]
+    )
+    assert pp2.ranks == ()
+    assert pp2.unmapped_why == (
+        (
+            "1 worker tag(s) with no rank line seen, not mapped: Worker_TP1 pid=301 (line 3: "
+            "in its engine TP rank 1): their names give no global rank under TP=2 PP=2 DP=1"
+        ),
+    )
+
+
+def test_a_worker_tag_of_an_independent_engine_needs_its_engine_named() -> None:
+    """Independent DP=2 engines of TP=2: each engine's workers are Worker_TP0 and
+    Worker_TP1 (its DP group has one rank, so no _DP); the force-kill lines name whose."""
+    text = banner("0.32.0") + args("{'model': '/models/m', 'data_parallel_size': 2}")
+    for i in (0, 1):
+        init = engine_init("0.32.0", tp=2, dp=1)
+        text += init.replace(
+            "(EngineCore pid=200) INFO 11-30 04:11:05 [core.py:133] ", _DP.format(i=i)
+        )
+    text += _memory("Worker_TP1 pid=401") + _memory("Worker_TP1 pid=403")
+    alone = launch_parallel(log(text).launches[0])
+    assert alone.ranks == ()
+    assert [t.text for t, _ in alone.unmapped_tags] == ["Worker_TP1 pid=401", "Worker_TP1 pid=403"]
+    text += _root("EngineCore_DP0", 200) + _child(401) + _root("EngineCore_DP1", 201)
+    text += _child(403)
+    killed = launch_parallel(log(text).launches[0])
+    assert [(g.rank, g.pid, g.tree_line) for g in killed.ranks] == [(1, 401, 8), (3, 403, 10)]
+    assert killed.unmapped_tags == ()
+
+
+# Every worker-tag form the releases print (adapters/startup_log/_workers.py), on a memory
+# line of a worker with no rank line: (tag, release, TP, PP, DP, the global rank its name
+# gives under those sizes, or None).  Expected ranks by hand from vLLM's layout: TP
+# fastest, then PP, then DP.
+FORMS: list[tuple[str, str, int, int, int, int | None]] = [
+    ("VllmWorkerProcess pid=7", "0.8.5", 2, 1, 1, None),  # V0's: its name says no rank
+    ("VllmWorker rank=1 pid=7", "0.8.5", 2, 1, 1, 1),  # V1 0.8.5/0.9.2: engine-local rank
+    ("VllmWorker TP1 pid=7", "0.10.1.1", 2, 1, 1, 1),
+    ("VllmWorker-1 pid=7", "0.32.0", 2, 1, 1, 1),  # the process's name (0.31, 0.32)
+    ("Worker pid=7", "0.32.0", 1, 1, 1, 0),  # every group of one rank
+    ("Worker_TP1 pid=7", "0.32.0", 2, 1, 1, 1),
+    ("Worker_PP1 pid=7", "0.29.0", 1, 2, 1, 1),
+    ("Worker_PP1_TP1 pid=7", "0.32.0", 2, 2, 1, 3),
+    ("Worker_TP1_EP1 pid=7", "0.32.0", 2, 1, 1, 1),
+    ("Worker_TP0_EP0 pid=7", "0.32.0", 2, 1, 1, 0),
+    ("Worker_DP1_TP0 pid=7", "0.32.0", 2, 1, 2, 2),  # a DP group of two: DP-wide names
+    ("Worker_TP1 pid=7", "0.32.0", 2, 2, 1, None),  # PP=2: the stage is not named
+    ("VllmWorker rank=1 pid=7", "0.9.2", 2, 1, 2, None),  # DP=2: the engine is not named
+]
+
+
+@pytest.mark.parametrize(("tag", "version", "tp", "pp", "dp", "rank"), FORMS)
+def test_each_worker_tag_form_maps_where_its_name_and_the_sizes_say_and_not_elsewhere(
+    tag: str, version: str, tp: int, pp: int, dp: int, rank: int | None
+) -> None:
+    text = banner(version) + engine_init(version, tp=tp, pp=pp, dp=dp) + _memory(tag)
+    resolved = launch_parallel(log(text).launches[0])
+    assert resolved.configuration is not None
+    if rank is None:
+        assert resolved.ranks == ()
+        assert [t.text for t, _ in resolved.unmapped_tags] == [tag]
+        assert resolved.unmapped_why
+    else:
+        assert [(g.rank, g.pid, g.attribution) for g in resolved.ranks] == [
+            (rank, 7, RankAttribution.WORKER_TAG)
+        ]
+        assert resolved.unmapped_tags == ()
+    # Cut before its engine-init line, the same tag is seen and not mapped, whatever it says.
+    (cut,) = log(banner(version) + _memory(tag)).launches
+    fragment = launch_parallel(cut)
+    assert (fragment.configuration, fragment.ranks) == (None, ())
+    assert [t.text for t, _ in fragment.unmapped_tags] == [tag]
+
+
+def test_a_ray_worker_is_no_worker_tag_to_map_or_report() -> None:
+    # RayWorkerWrapper names no rank: its rank lines carry the global rank, its tag nothing.
+    ray = "RayWorkerWrapper pid=7, ip=10.0.0.1"
+    resolved = launch_parallel(
+        log(banner("0.10.1.1") + engine_init("0.10.1.1") + _memory(ray)).launches[0]
+    )
+    assert (resolved.ranks, resolved.unmapped_tags, resolved.unmapped_why) == ((), (), ())
+    with_ranks = log(
+        banner("0.10.1.1")
+        + engine_init("0.10.1.1")
+        + rank_line(0, 2, tag="RayWorkerWrapper pid=7, ip=10.0.0.1")
+        + rank_line(1, 2, tag="RayWorkerWrapper pid=8, ip=10.0.0.2")
+    )
+    assert [(g.rank, g.attribution) for g in launch_parallel(with_ranks.launches[0]).ranks] == [
+        (0, RankAttribution.DP_WIDE_WORLD),
+        (1, RankAttribution.DP_WIDE_WORLD),
+    ]
+
+
+def test_rank_lines_with_no_engine_init_line_are_seen_not_mapped_and_with_one_mapped() -> None:
+    # A paste from a TP=2 launch's worker lines on: 'world_size=2 rank=1' is rank 1 of a
+    # world of two, but whether that world is the DP-wide one is the engine-init line's.
+    workers = rank_line(0, 2) + rank_line(1, 2)
+    (cut,) = log(banner("0.32.0") + workers).launches
+    fragment = launch_parallel(cut)
+    assert (fragment.configuration, fragment.ranks, fragment.unmapped_tags) == (None, (), ())
+    assert fragment.unmapped_why == (
+        (
+            "2 worker rank line(s) seen, not mapped: the launch's sizes are not resolved "
+            "(no engine-init line)"
+        ),
+    )
+    (whole,) = log(banner("0.32.0") + engine_init("0.32.0", tp=2) + workers).launches
+    assert [(g.rank, g.attribution) for g in launch_parallel(whole).ranks] == [
+        (0, RankAttribution.DP_WIDE_WORLD),
+        (1, RankAttribution.DP_WIDE_WORLD),
+    ]
+    assert launch_parallel(whole).unmapped_why == ()

@@ -128,3 +128,34 @@ def test_the_forbidden_strings_are_the_key_its_prefix_and_the_machine_paths(run:
         assert needle in forbidden
     assert "/" not in forbidden
     assert "" not in forbidden
+
+
+def test_a_run_has_one_launcher_key_pair_made_on_first_use(run: Run) -> None:
+    """The private key is the owner's alone (0600), made once per run; its public half
+    verifies what it signs; and the private key's text is forbidden in what is recorded."""
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import (
+        Ed25519PrivateKey,
+        Ed25519PublicKey,
+    )
+
+    assert not (run.root / "keys").exists()
+    private, public = run.receipt_keys
+    assert run.receipt_keys == (private, public)
+    assert private.stat().st_mode & 0o777 == 0o600
+    key = serialization.load_pem_private_key(private.read_bytes(), password=None)
+    half = serialization.load_pem_public_key(public.read_bytes())
+    assert isinstance(key, Ed25519PrivateKey)
+    assert isinstance(half, Ed25519PublicKey)
+    half.verify(key.sign(b"receipt"), b"receipt")  # raises if it is not the other half
+    again = private.read_bytes()
+    assert run.receipt_keys == (private, public)
+    assert private.read_bytes() == again  # not made again
+    body = [line for line in again.decode().splitlines() if "-" not in line]
+    assert body
+    assert all(line in run.forbidden() for line in body)
+    assert not any(line in run.forbidden() for line in public.read_text().splitlines())
+
+
+def test_without_a_key_pair_nothing_of_one_is_forbidden(run: Run) -> None:
+    assert not any("MC4CAQ" in needle for needle in run.forbidden())

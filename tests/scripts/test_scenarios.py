@@ -166,10 +166,12 @@ def test_each_launched_command_line_is_valid_for_vllm_evidence_launch(
 
     run = _run(_release_of(scenario), tmp_path)
     receipt, log = tmp_path / "logs" / "launch-receipt.json", tmp_path / "logs" / "startup.log"
-    argv = launcher_argv(run.argv(scenario), receipt=receipt, log_path=log)
+    key = run.receipt_keys[0]
+    argv = launcher_argv(run.argv(scenario), receipt=receipt, log_path=log, signing_key=key)
     assert argv[:3] == [sys.executable, "-m", "vllm_evidence"]
     args = build_parser().parse_args(argv[3:])
     assert (args.receipt, args.log, args.follow_symlinks) == (str(receipt), str(log), False)
+    assert args.receipt_signing_key == str(key)
     assert args.command == ["--", *run.argv(scenario)]
 
 
@@ -177,7 +179,9 @@ def test_a_command_line_the_launcher_cannot_take_is_refused_by_its_parser(tmp_pa
     """The check above can fail: an option the launcher does not have is refused."""
     from vllm_evidence.cli import build_parser
 
-    argv = launcher_argv(["vllm"], receipt=tmp_path / "r", log_path=tmp_path / "l")
+    argv = launcher_argv(
+        ["vllm"], receipt=tmp_path / "r", log_path=tmp_path / "l", signing_key=tmp_path / "k"
+    )
     misspelt = ["--receipts" if a == "--receipt" else a for a in argv[3:]]
     with pytest.raises(SystemExit) as caught:
         build_parser().parse_args(misspelt)

@@ -1,4 +1,4 @@
-"""A misspelt claim name is a mypy error: ``Claim`` is a ``Literal`` of the five names.
+"""A misspelt claim name is a mypy error: ``Claim`` is a ``Literal`` of the six names.
 
 Each ``# type: ignore[arg-type]`` is needed only because the name is checked; under
 ``warn_unused_ignores`` (part of ``--strict``) it would become an error if
@@ -8,6 +8,8 @@ Each ``# type: ignore[arg-type]`` is needed only because the name is checked; un
 from __future__ import annotations
 
 from vllm_evidence import Assessment, Claim, claim_established
+from vllm_evidence.assessment import ClaimSpec
+from vllm_evidence.decisions import ParallelEstablished, decide_parallel
 
 
 def misspelt(assessment: Assessment) -> bool:
@@ -20,3 +22,7 @@ def any_string(assessment: Assessment, name: str) -> bool:
 
 def spelt_right(assessment: Assessment, name: Claim) -> bool:
     return claim_established(assessment, "parallel") and claim_established(assessment, name)
+
+
+def a_registry_entry_names_a_claim() -> ClaimSpec:
+    return ClaimSpec("paralel", "parallel layout", decide_parallel, (ParallelEstablished,))  # type: ignore[arg-type]

@@ -18,8 +18,8 @@ from vllm_evidence.upstream import (
     READ_RELEASES,
     CacheConfigLabelsLaw,
     CapacityAuthority,
+    CapacityFormat,
     CapacityLaw,
-    CapacityLogFormat,
     CapacityLogFormatLaw,
     CapacitySource,
     ExecutorBackend,
@@ -97,7 +97,7 @@ def _coverage(version: str, backend: ExecutorBackend) -> HealthCoverage:
     return law.coverage
 
 
-def _format(version: str) -> CapacityLogFormat:
+def _format(version: str) -> CapacityFormat:
     law = _laws(version).capacity_log_format()
     assert isinstance(law, CapacityLogFormatLaw), law.statement
     return law.format
@@ -141,7 +141,7 @@ def test_spans_end_where_a_read_release_ends_them() -> None:
     assert isinstance(_laws("0.16.0").parallel_evidence(Route.GET_WORLD_SIZE), ParallelEvidenceLaw)
     assert _gate("0.10.1.1", Route.COLLECTIVE_RPC) == RouteGate.NOT_REGISTERED
     # The one-line capacity format: two lines up to 0.27.1, one line from 0.28.0.
-    two, one = CapacityLogFormat.TWO_LINE, CapacityLogFormat.ONE_LINE
+    two, one = CapacityFormat.V1_TWO_LINE, CapacityFormat.V1_ONE_LINE
     formats = [_format(v) for v in ("0.27.0", "0.27.1", "0.28.0", "0.29.0")]
     assert formats == [two, two, one, one]
     assert isinstance(_laws("0.28.0rc1").capacity_log_format(), LawNotEstablished)

@@ -96,7 +96,7 @@ def test_every_other_law_type_names_its_question_span_and_own_fields() -> None:
     assert not isinstance(log_format, LawNotEstablished)
     assert repr(log_format) == (
         f"CapacityLogFormatLaw('capacity.log_format' read for {log_format.span}, "
-        "format=CapacityLogFormat.TWO_LINE)"
+        "format=CapacityFormat.V1_TWO_LINE)"
     )
     labels = laws.cache_config_labels()
     assert repr(labels) == (

@@ -11,6 +11,7 @@ from __future__ import annotations
 #: Module names under ``vllm_evidence._cli``, in the order ``--help`` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
     "probe",
+    "watch",
     "explain",
     "demo",
     "log",

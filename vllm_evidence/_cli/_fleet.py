@@ -3,7 +3,15 @@ and what the single-server path shares with it (saving a capture, TLS verificati
 
 A server that answered nothing, or only errors, is assessed like any other (its line is
 a full assessment document, every serving claim refused with the front-door reason);
-only a target that is not a URL this command reads is an ``error`` line.
+only a target that is not a URL this command reads, or whose log or receipt cannot be
+read, is an ``error`` line.
+
+**A log and a receipt per target.**  A targets file line may name, after its URL, the
+server's startup log (``log=PATH``) and its launch receipt (``receipt=PATH``), relative
+to the file's directory (:class:`FleetTarget`).  Each is read with the bounded readers
+(:func:`~vllm_evidence.adapters.receipt.read_launch_receipt`, its signature checked
+under ``--receipt-public-key``; then the log to the receipt's length) and assessed with
+that target alone, in the same worker that parses its bodies.
 
 **No target slows another.**  The event loop only reads: every server's requests run
 there, each under its own timeout, and their bodies are kept as bytes.  A batch whose
@@ -32,6 +40,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NamedTuple
 
@@ -49,11 +58,74 @@ if TYPE_CHECKING:
     import asyncio
 
     from vllm_evidence._claims import Claim
+    from vllm_evidence.adapters.startup_log import StartupLog
     from vllm_evidence.assessment import Assessment
     from vllm_evidence.capture.batch import CaptureBatch
-    from vllm_evidence.capture.http import BodyBudget
+    from vllm_evidence.capture.http import BodyBudget, ProbeSession
+    from vllm_evidence.capture.signing import SigningKey, VerificationKey
 
 PROG = "vllm-evidence probe"
+
+#: Where the launcher's public key is read from when --receipt-public-key is not given.
+RECEIPT_PUBLIC_KEY_ENV: Final = "VLLM_EVIDENCE_RECEIPT_PUBLIC_KEY"
+
+
+class FleetTarget(NamedTuple):
+    """One server a probe reads: its URL as given, and the paths of its startup log and
+    launch receipt (a targets file's ``log=PATH receipt=PATH``), if any."""
+
+    url: str
+    startup_log: str | None = None
+    receipt: str | None = None
+
+
+def _fleet_targets(targets: Sequence[str | FleetTarget]) -> list[FleetTarget]:
+    return [t if isinstance(t, FleetTarget) else FleetTarget(t) for t in targets]
+
+
+def add_receipt_key_argument(parser: Any) -> None:
+    """``--receipt-public-key FILE``: what checks a receipt's signature."""
+    parser.add_argument(
+        "--receipt-public-key",
+        metavar="FILE",
+        help="the launcher's Ed25519 public key (PEM) that a --receipt must be signed by "
+        f"(default: the PEM text in ${RECEIPT_PUBLIC_KEY_ENV}, if set); an unsigned "
+        "receipt, or one it does not verify, joins no log",
+    )
+
+
+def receipt_public_key(path: str | None, *, receipts: bool) -> VerificationKey | None:
+    """The key a receipt's signature is checked with: the file given, else the
+    environment's PEM text, else none (then a signed receipt is unchecked and joins no
+    log).  ``receipts``: whether any receipt is given (a key for none is bad usage)."""
+    import os
+
+    from vllm_evidence.capture.signing import (
+        environment_verification_key,
+        read_verification_key,
+    )
+    from vllm_evidence.errors import InputError
+
+    if path is not None:
+        if not receipts:
+            msg = "--receipt-public-key checks a receipt's signature: give --receipt FILE"
+            raise InputError(msg)
+        return read_verification_key(path, what="--receipt-public-key")
+    if not receipts or not os.environ.get(RECEIPT_PUBLIC_KEY_ENV):
+        return None
+    return environment_verification_key("--receipt-public-key", RECEIPT_PUBLIC_KEY_ENV)
+
+
+def read_log(path: str, first_bytes: int | None = None) -> StartupLog:
+    """The startup log at ``path`` (to ``first_bytes``); an :class:`InputError` (one
+    line) when it cannot be read."""
+    from vllm_evidence.adapters.startup_log import LogReadFailure, read_startup_log
+    from vllm_evidence.errors import InputError
+
+    log = read_startup_log(path, first_bytes=first_bytes)
+    if isinstance(log, LogReadFailure):
+        raise InputError(log.describe())
+    return log
 
 
 def _verify(args: argparse.Namespace) -> bool | str:
@@ -61,15 +133,19 @@ def _verify(args: argparse.Namespace) -> bool | str:
 
 
 def _save(
-    batch: CaptureBatch, directory: Path, args: argparse.Namespace, sign_key: bytes | None
+    batch: CaptureBatch,
+    directory: Path,
+    startup_log: str | None,
+    sign_key: SigningKey | None,
 ) -> str | None:
-    """Save one capture; the failure as a line, or ``None``.  The capture is kept either
-    way: a failed save is reported beside the report, never instead of it."""
-    return _save_to(batch, directory, args.startup_log, sign_key)
+    """Save one capture (with its startup log); the failure as a line, or ``None``.  The
+    capture is kept either way: a failed save is reported beside the report, never
+    instead of it."""
+    return _save_to(batch, directory, startup_log, sign_key)
 
 
 def _save_to(
-    batch: CaptureBatch, directory: Path, startup_log: str | None, sign_key: bytes | None
+    batch: CaptureBatch, directory: Path, startup_log: str | None, sign_key: SigningKey | None
 ) -> str | None:
     from vllm_evidence.capture.directory import save
     from vllm_evidence.errors import InputError
@@ -130,9 +206,11 @@ class _Job(NamedTuple):
     target: str
     folder: str | None  # where --save writes it
     startup_log: str | None
-    sign_key: bytes | None
+    sign_key: SigningKey | None
     json_out: bool
     require: tuple[Claim, ...]
+    receipt: str | None = None
+    receipt_key: VerificationKey | None = None
 
 
 class _Outcome(NamedTuple):
@@ -142,6 +220,8 @@ class _Outcome(NamedTuple):
     unanswered: bool
     refused: tuple[str, ...]
     save_failure: str | None
+    failed: bool = False
+    """Not assessed: its log or receipt could not be read (an error line)."""
 
 
 def _body_bytes(batch: CaptureBatch) -> int:
@@ -167,13 +247,31 @@ def assess_job(job: _Job) -> _Outcome:
     """Save (with ``--save``), parse, assess and render one server: in a worker process
     for a large batch, on the event loop for a small one (the same function either way,
     so a fleet's result is the one probing the server alone gives)."""
+    from vllm_evidence._scrub import scrub
+    from vllm_evidence.adapters.receipt import read_launch_receipt
     from vllm_evidence.assessment import assess
+    from vllm_evidence.errors import InputError
     from vllm_evidence.readback import readback_from_batch
 
+    try:
+        # The receipt first, then the log up to its length (the log grows after it).
+        receipt = (
+            None
+            if job.receipt is None
+            else read_launch_receipt(job.receipt, verification_key=job.receipt_key)
+        )
+        log = (
+            None
+            if job.startup_log is None
+            else read_log(job.startup_log, None if receipt is None else receipt.log_bytes)
+        )
+    except InputError as exc:
+        error = _outcome(job.target, scrub(str(exc)), json_out=job.json_out)
+        return error._replace(failed=True)
     failure = None
     if job.folder is not None:
         failure = _save_to(job.batch, Path(job.folder), job.startup_log, job.sign_key)
-    assessment = assess(readback_from_batch(job.batch), None)
+    assessment = assess(readback_from_batch(job.batch), log, receipt=receipt)
     outcome = _outcome(job.target, assessment, json_out=job.json_out, require=job.require)
     return outcome._replace(save_failure=failure)
 
@@ -630,19 +728,22 @@ class _Fleet:
 
     def __init__(
         self,
-        urls: list[str],
+        targets: Sequence[str | FleetTarget],
         args: argparse.Namespace,
         key: str | None,
-        sign_key: bytes | None,
+        sign_key: SigningKey | None,
         budget: BodyBudget,
         forked: list[_Forked] | None = None,
+        receipt_key: VerificationKey | None = None,
     ) -> None:
-        self.urls = urls
+        self.targets = _fleet_targets(targets)
+        self.urls = [target.url for target in self.targets]
         self.args = args
         self.key = key
         self.sign_key = sign_key
+        self.receipt_key = receipt_key
         self.budget = budget
-        self.folders = _folders([_cleaned_or_raw(url) for url in urls])
+        self.folders = _folders([_cleaned_or_raw(url) for url in self.urls])
         self.save_failures: list[str] = []
         self.rows: list[tuple[int, list[str]]] = []
         self.refused: set[str] = set()
@@ -659,7 +760,7 @@ class _Fleet:
     async def run(self) -> None:
         import asyncio
 
-        from vllm_evidence.capture.http import new_client
+        from vllm_evidence.capture.http import ProbeSession, ProbeSettings
 
         args = self.args
         pending = iter(enumerate(self.urls))
@@ -683,11 +784,21 @@ class _Fleet:
             )
             self._live.start()
         try:
-            async with new_client(verify=_verify(args)) as client, asyncio.TaskGroup() as group:
+            settings = ProbeSettings(
+                timeout=args.timeout,
+                deadline=max(args.timeout * 3, 30.0),
+                development_routes=not args.no_development_routes,
+                verify=_verify(args),
+                concurrency=args.concurrency,
+            )
+            async with (
+                ProbeSession(settings, body_budget=self.budget) as session,
+                asyncio.TaskGroup() as group,
+            ):
 
                 async def worker() -> None:
                     for index, url in pending:
-                        await self._one(index, url, client, group)
+                        await self._one(index, url, session, group)
 
                 for _ in range(min(args.concurrency, len(self.urls))):
                     group.create_task(worker())
@@ -733,9 +844,11 @@ class _Fleet:
             table.add_row(*(escape(scrub(cell)) for cell in cells))
         return Group(table, line)
 
-    async def _one(self, index: int, url: str, client: Any, group: asyncio.TaskGroup) -> None:
+    async def _one(
+        self, index: int, url: str, session: ProbeSession, group: asyncio.TaskGroup
+    ) -> None:
         from vllm_evidence._scrub import scrub
-        from vllm_evidence.capture.http import clean_target, probe
+        from vllm_evidence.capture.http import clean_target
         from vllm_evidence.errors import InputError
 
         args = self.args
@@ -746,26 +859,21 @@ class _Fleet:
             error = self._scrub(str(exc))
             self._done(index, _outcome(scrub(url), error, json_out=args.json), assessed=False)
             return
-        batch = await probe(
-            url,
-            api_key=self.key,
-            timeout=args.timeout,
-            deadline=max(args.timeout * 3, 30.0),
-            development_routes=not args.no_development_routes,
-            client=client,
-            body_budget=self.budget,
-        )
+        batch = await session.probe(url, api_key=self.key)
         # A server that answered nothing (or only errors) is saved and assessed like any
         # other: its line is the assessment that refuses every serving claim, and why.
         # Its reads are done: the next server's begin while this one is assessed.
+        given = self.targets[index]
         job = _Job(
             batch,
             target,
             str(Path(args.save) / self.folders[index]) if args.save else None,
-            args.startup_log,
+            given.startup_log,
             self.sign_key,
             bool(args.json),
             tuple(args.require),
+            given.receipt,
+            self.receipt_key,
         )
         await self._unassessed.acquire()
         group.create_task(self._assess(index, job))
@@ -777,7 +885,7 @@ class _Fleet:
         finally:
             self.budget.release(job.batch)
             self._unassessed.release()
-        self._done(index, outcome, assessed=True)
+        self._done(index, outcome, assessed=not outcome.failed)
 
     def _scrub(self, text: str) -> str:
         return text.replace(self.key, "***") if self.key else text
@@ -878,8 +986,14 @@ def _budget(args: argparse.Namespace, key: str | None) -> BodyBudget | int:
 
 
 def run_fleet(
-    urls: list[str], args: argparse.Namespace, key: str | None, sign_key: bytes | None
+    targets: Sequence[str | FleetTarget],
+    args: argparse.Namespace,
+    key: str | None,
+    sign_key: SigningKey | None,
+    receipt_key: VerificationKey | None = None,
 ) -> int:
+    """Probe and assess every target (a URL, or one with its own log and receipt)."""
+    urls = [target.url for target in _fleet_targets(targets)]
     import asyncio
 
     # What every result needs, imported before any socket is open: an import mid-run
@@ -910,7 +1024,7 @@ def run_fleet(
         except OSError as exc:
             return fail(PROG, f"--save {args.save}: {exc.strerror}")
     # Before the event loop and any thread: the workers are forks of this process now.
-    fleet = _Fleet(urls, args, key, sign_key, budget, fork_workers(key))
+    fleet = _Fleet(targets, args, key, sign_key, budget, fork_workers(key), receipt_key)
     asyncio.run(fleet.run())
     if not args.json:
         print_fleet_table([cells for _, cells in sorted(fleet.rows, key=lambda r: r[0])])
@@ -928,7 +1042,11 @@ def run_fleet(
         return 2
     status = report_refused(fleet.refused, why=why)
     if args.require and fleet.unreadable:
-        # A target that is not a URL establishes nothing a --require'd claim could rest on.
-        sys.stderr.write("vllm-evidence: some targets are not URLs this command reads\n")
+        # A target that is not a URL, or whose log or receipt could not be read,
+        # establishes nothing a --require'd claim could rest on.
+        sys.stderr.write(
+            "vllm-evidence: some targets are not URLs this command reads, or their log or "
+            "receipt could not be read\n"
+        )
         return 3
     return status

@@ -38,9 +38,14 @@ The demo serves a real vLLM 0.32.0 capture on 127.0.0.1 (on the port its log nam
 else a free one), probes it exactly as a live server (GET only), reads its recorded
 startup log with the launch receipt of that launch, and reports: the log is joined to the
 replayed front door as `vllm-evidence launch` + `probe --receipt` join it to a live one.
---no-receipt shows the same probe with the log alone (log facts then stay the launch's).
-Nothing leaves the machine.
+The demo's receipts are signed with a key made for the demo (only its public half ships,
+demo_data/receipt-public-key.pem, and the demo checks them with it), as a launcher with
+--receipt-signing-key signs its own.  --no-receipt shows the same probe with the log
+alone (log facts then stay the launch's).  Nothing leaves the machine.
 """
+
+#: The public half of the key the demo's receipts were signed with (under demo_data).
+DEMO_RECEIPT_PUBLIC_KEY = "receipt-public-key.pem"
 
 
 def register(subparsers: Any) -> None:
@@ -87,10 +92,14 @@ def run(args: argparse.Namespace) -> int:
     from vllm_evidence.adapters.startup_log import LogReadFailure, read_startup_log
     from vllm_evidence.assessment import assess
     from vllm_evidence.capture.http import probe_sync
+    from vllm_evidence.capture.signing import read_verification_key
     from vllm_evidence.readback import readback_from_batch
     from vllm_evidence.testing.stub import serve_capture
 
-    data = resources.files("vllm_evidence") / "demo_data" / SCENARIOS[args.scenario]
+    shipped = resources.files("vllm_evidence") / "demo_data"
+    with resources.as_file(shipped / DEMO_RECEIPT_PUBLIC_KEY) as key_path:
+        demo_key = read_verification_key(key_path, what="demo receipt key")
+    data = shipped / SCENARIOS[args.scenario]
     with resources.as_file(data) as directory:
         if not Path(directory).is_dir():  # pragma: no cover - a broken installation
             return fail(PROG, f"demo data missing from the installation: {directory}")
@@ -106,7 +115,9 @@ def run(args: argparse.Namespace) -> int:
             batch = probe_sync(door.url)
         log = None
         receipt = (
-            read_launch_receipt(Path(directory) / "launch-receipt.json") if witnessed else None
+            read_launch_receipt(Path(directory) / "launch-receipt.json", verification_key=demo_key)
+            if witnessed
+            else None
         )
         if not args.no_startup_log:
             read = read_startup_log(log_path)
@@ -124,7 +135,11 @@ def run(args: argparse.Namespace) -> int:
 NEXT_STEPS = """
 next, on your own server:
   vllm-evidence probe http://HOST:8000
-  vllm-evidence launch --receipt vllm.receipt --log vllm.log -- vllm serve MODEL --port 8000
+  vllm-evidence launch --serve :9100 --require parallel capacity health_coverage -- \\
+      vllm serve MODEL --port 8000        (the gate: the log joined in process, /ready)
+  or, with a signed receipt another process checks (openssl genpkey -algorithm ed25519):
+  vllm-evidence launch --receipt vllm.receipt --log vllm.log \\
+      --receipt-signing-key signing.pem -- vllm serve MODEL --port 8000
   vllm-evidence probe http://127.0.0.1:8000 --startup-log vllm.log --receipt vllm.receipt \\
-      --require parallel capacity health_coverage
+      --receipt-public-key public.pem --require parallel capacity health_coverage
 """

@@ -4,31 +4,38 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from vllm_evidence._cli._fleet import add_receipt_key_argument, receipt_public_key
 from vllm_evidence._cli._output import fail
 from vllm_evidence._cli._report import add_report_arguments, gate_one, print_report
 from vllm_evidence._scrub import scrub
+
+if TYPE_CHECKING:
+    from vllm_evidence.capture.signing import VerificationKey
 
 PROG = "vllm-evidence explain"
 
 EPILOG = """\
 examples:
   vllm-evidence explain capture/                  a directory saved by `probe --save`
-  VLLM_SIGN=... vllm-evidence explain capture/ --verify-key-env VLLM_SIGN
+  vllm-evidence explain capture/ --verify-key capture-public.pem
   vllm-evidence explain bodies/ --bodies --startup-log vllm.log --json
   vllm-evidence explain capture/ --require parallel
 
-A saved directory's manifest is checked against its seal (and, with --verify-key-env,
-its signature), the directory must hold exactly the files it lists, and every file's
-size and digest is verified; every observation is re-derived from the raw bytes and a
-decision is never read back from JSON.  A startup.log is used only when the manifest
+A saved directory's manifest is checked against its seal (and, with --verify-key, its
+Ed25519 signature under that public key), the directory must hold exactly the files it
+lists, and every file's size and digest is verified; every observation is re-derived
+from the raw bytes and a decision is never read back from JSON.  A capture saved before
+Ed25519 signatures (capture-manifest/2) is read as it was: with --verify-key-env VAR
+holding the HMAC key it was signed with.  A startup.log is used only when the manifest
 lists it (probe --save --startup-log) or --startup-log names a log.  A directory of bare
 <route>.body files is read only with --bodies, as a historical bundle (never joined).
 The report's provenance line says whether the capture was signed.  --receipt joins the
-log to the saved front door only when the capture's signature verified under
---verify-key-env: an unsigned capture's start time is asserted by a file, not observed
-(log_join: capture_unverified).
+log to the saved front door only when the capture's signature verified (an unsigned
+capture's start time is asserted by a file, not observed: log_join capture_unverified)
+and the receipt's verified under --receipt-public-key (or the PEM text in
+VLLM_EVIDENCE_RECEIPT_PUBLIC_KEY).
 A capture of a front door that answered nothing (or only errors) is assessed like any
 other: every claim about the serving process refused (front_door_unreachable or
 front_door_not_answering), and one line on stderr says so.
@@ -60,27 +67,48 @@ def register(subparsers: Any) -> None:
         help="read a directory without manifest.json as bare bodies (proves nothing about "
         "one batch; marked so in the provenance)",
     )
-    parser.add_argument(
+    verify = parser.add_mutually_exclusive_group()
+    verify.add_argument(
+        "--verify-key",
+        metavar="FILE",
+        help="refuse the directory unless its manifest is signed by this Ed25519 public key (PEM)",
+    )
+    verify.add_argument(
         "--verify-key-env",
         metavar="VAR",
-        help="refuse the directory unless its manifest is signed by the key in $VAR",
+        help="the same, the key in $VAR: a PEM public key, or the HMAC key a capture "
+        "saved before Ed25519 signatures was signed with",
     )
     parser.add_argument(
         "--receipt",
         metavar="FILE",
         help="the launch receipt `vllm-evidence launch` wrote for the log (joins the log "
-        "only to a capture whose signature verified under --verify-key-env)",
+        "only to a capture whose signature verified, with a receipt that verifies under "
+        "--receipt-public-key)",
     )
+    add_receipt_key_argument(parser)
     add_report_arguments(parser)
     parser.set_defaults(handler=run)
 
 
-def _verify_key(args: argparse.Namespace) -> bytes | None:
-    from vllm_evidence.capture._signing import environment_key
+def _verify_key(args: argparse.Namespace) -> VerificationKey | bytes | None:
+    """The capture's verification key: a PEM public key (a file, or the variable's
+    text), or the HMAC key bytes in the variable for a capture saved before."""
+    import os
 
+    from vllm_evidence.capture.signing import (
+        environment_hmac_key,
+        environment_verification_key,
+        read_verification_key,
+    )
+
+    if args.verify_key is not None:
+        return read_verification_key(args.verify_key, what="--verify-key")
     if args.verify_key_env is None:
         return None
-    return environment_key("--verify-key-env", args.verify_key_env)
+    if "-----BEGIN " in os.environ.get(args.verify_key_env, ""):
+        return environment_verification_key("--verify-key-env", args.verify_key_env)
+    return environment_hmac_key("--verify-key-env", args.verify_key_env)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -93,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         read = read_capture(args.directory, bodies=args.bodies, verify_key=_verify_key(args))
+        receipt_key = receipt_public_key(args.receipt_public_key, receipts=bool(args.receipt))
     except InputError as exc:
         return fail(PROG, str(exc))
     provenance = read.provenance
@@ -109,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
         from vllm_evidence.adapters.receipt import read_launch_receipt
 
         try:
-            receipt = read_launch_receipt(args.receipt)
+            receipt = read_launch_receipt(args.receipt, verification_key=receipt_key)
         except InputError as exc:
             return fail(PROG, str(exc))
     log = None

@@ -13,20 +13,35 @@ from vllm_evidence._cli._output import fail
 from vllm_evidence._cli._report import add_report_arguments, gate_one, print_report
 
 if TYPE_CHECKING:
-    from vllm_evidence.adapters.startup_log import StartupLog
     from vllm_evidence.capture.batch import CaptureBatch
+    from vllm_evidence.capture.signing import SigningKey
 
-from vllm_evidence._cli._fleet import PROG, _save, _verify, run_fleet
+from vllm_evidence._cli._fleet import (
+    PROG,
+    FleetTarget,
+    _save,
+    _verify,
+    add_receipt_key_argument,
+    read_log,
+    receipt_public_key,
+    run_fleet,
+)
 
 EPILOG = """\
 examples:
   vllm-evidence probe http://127.0.0.1:8000
   vllm-evidence probe http://127.0.0.1:8000 --startup-log vllm.log --receipt vllm.receipt \
       --require parallel capacity health_coverage
+  vllm-evidence probe http://127.0.0.1:8000 --startup-log vllm.log --receipt vllm.receipt \
+      --receipt-public-key receipt-public.pem --require parallel capacity health_coverage
   VLLM_KEY=... vllm-evidence probe https://gpu-7:8000 --api-key-env VLLM_KEY --save capture/
-  SIGN=... vllm-evidence probe http://a:8000 --save capture/ --sign-key-env SIGN
+  vllm-evidence probe http://a:8000 --save capture/ --sign-key capture-signing.pem
   vllm-evidence probe http://a:8000 http://b:8000 http://c:8000 --json
-  vllm-evidence probe --targets fleet.txt --json > fleet.jsonl
+  vllm-evidence probe --targets fleet.txt --receipt-public-key receipt-public.pem --json
+
+A targets file is one server a line: its URL, then optionally log=PATH (its startup log)
+and receipt=PATH (its launch receipt), paths relative to the file (blank lines and #
+comments skipped):  http://10.0.0.7:8000 log=logs/a.log receipt=logs/a.receipt
 
 With several servers, --json prints one line per server as each one finishes (each line
 names its "target"; lines of several runs concatenate into one fleet), and the table
@@ -52,9 +67,13 @@ not answer (nothing listens, refused, timed out, TLS failed) or answers only err
 assessed all the same: the report (or document) refuses every claim about the serving
 process with front_door_unreachable or front_door_not_answering and shows what each
 request ended in, and one line on stderr says so.  A startup log counts for the server
-only with the launch receipt `vllm-evidence launch` wrote for it (--receipt), whose start
-time the probe then reads on /metrics; without it the log's facts stay claims about its
-launch.
+only with the launch receipt `vllm-evidence launch` wrote for it (--receipt), signed by
+the launcher's key and verified under its public key (--receipt-public-key, or the PEM
+text in VLLM_EVIDENCE_RECEIPT_PUBLIC_KEY), whose start time the probe then reads on
+/metrics; without it the log's facts stay claims about its launch.  An unsigned receipt,
+one read without the public key, one signed by another key and an edited one join
+nothing, each refused by name.  The gate (`vllm-evidence launch --serve`) joins its own
+child's log in process and needs no receipt: the recommended way.
 """
 
 
@@ -75,7 +94,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--targets",
         metavar="FILE",
-        help="more URLs, one a line ('-': standard input; blank lines and # comments skipped)",
+        help="more servers, one a line: a URL, then optionally log=PATH and receipt=PATH "
+        "('-': standard input; blank lines and # comments skipped)",
     )
     parser.add_argument("--startup-log", metavar="FILE", help="the server's startup log")
     parser.add_argument(
@@ -85,8 +105,10 @@ def register(subparsers: Any) -> None:
         "--receipt",
         metavar="FILE",
         help="the launch receipt `vllm-evidence launch` wrote for the log (joins the log "
-        "to the server when its start time is the one /metrics shows)",
+        "to the server when its signature verifies and its start time is the one /metrics "
+        "shows)",
     )
+    add_receipt_key_argument(parser)
     key = parser.add_mutually_exclusive_group()
     key.add_argument("--api-key-env", metavar="VAR", help="read the API key from $VAR")
     key.add_argument("--api-key-file", metavar="F", help="read the API key from file F")
@@ -115,10 +137,17 @@ def register(subparsers: Any) -> None:
         "worst case); a server that would pass it waits, it is never refused",
     )
     parser.add_argument("--save", metavar="DIR", help="write the capture directory (or dirs)")
-    parser.add_argument(
+    sign = parser.add_mutually_exclusive_group()
+    sign.add_argument(
+        "--sign-key",
+        metavar="FILE",
+        help="with --save: sign the manifest with this Ed25519 private key (PEM)",
+    )
+    sign.add_argument(
         "--sign-key-env",
         metavar="VAR",
-        help="with --save: sign the manifest with the key in $VAR (HMAC-SHA256)",
+        help="with --save: sign the manifest with the Ed25519 private key whose PEM text is "
+        "in $VAR",
     )
     tls = parser.add_mutually_exclusive_group()
     tls.add_argument("--insecure", action="store_true", help="do not verify TLS certificates")
@@ -171,23 +200,38 @@ def _api_key(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _read_log(path: str, first_bytes: int | None = None) -> StartupLog:
-    from vllm_evidence.adapters.startup_log import LogReadFailure, read_startup_log
+_TARGET_KEYS = ("log", "receipt")
+
+
+def _target_line(line: str, root: Path, where: str) -> FleetTarget:
+    """A targets file line: the URL, then ``log=PATH`` and ``receipt=PATH`` (each at most
+    once, relative to ``root``).  A line whose words after the first are not all such
+    fields is one target as typed (reported as not a URL, beside the others)."""
     from vllm_evidence.errors import InputError
 
-    log = read_startup_log(path, first_bytes=first_bytes)
-    if isinstance(log, LogReadFailure):
-        raise InputError(log.describe())
-    return log
+    fields = line.split()
+    given: dict[str, str] = {}
+    for field in fields[1:]:
+        key, equals, value = field.partition("=")
+        if not equals or key not in _TARGET_KEYS:
+            return FleetTarget(line)
+        if not value or key in given:
+            msg = f"--targets {where}: after the URL, log=PATH and receipt=PATH, each once"
+            raise InputError(msg)
+        given[key] = value if Path(value).is_absolute() else str(root / value)
+    if "receipt" in given and "log" not in given:
+        msg = f"--targets {where}: receipt= goes with log= (a receipt witnesses a log)"
+        raise InputError(msg)
+    return FleetTarget(fields[0], given.get("log"), given.get("receipt"))
 
 
-def _targets(args: argparse.Namespace) -> list[str]:
-    """The URLs given, then those of ``--targets`` (a file, or ``-`` for stdin)."""
+def _targets(args: argparse.Namespace) -> list[FleetTarget]:
+    """The URLs given, then the servers of ``--targets`` (a file, or ``-`` for stdin)."""
     from vllm_evidence.errors import InputError
 
-    urls = list(args.urls)
+    targets = [FleetTarget(url) for url in args.urls]
     if args.targets is None:
-        return urls
+        return targets
     from vllm_evidence.capture._files import NamedFileError, read_named_file
 
     try:
@@ -205,11 +249,12 @@ def _targets(args: argparse.Namespace) -> list[str]:
     except (OSError, UnicodeDecodeError) as exc:
         msg = f"--targets: cannot read {args.targets}: {type(exc).__name__}"
         raise InputError(msg) from None
-    for line in text.splitlines():
-        url = line.strip()
-        if url and not url.startswith("#"):
-            urls.append(url)
-    return urls
+    root = Path.cwd() if args.targets == "-" else Path(args.targets).parent
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.strip()
+        if stripped and not stripped.startswith("#"):
+            targets.append(_target_line(stripped, root, f"line {number}"))
+    return targets
 
 
 async def _probe_one(url: str, args: argparse.Namespace, key: str | None) -> CaptureBatch:
@@ -225,17 +270,21 @@ async def _probe_one(url: str, args: argparse.Namespace, key: str | None) -> Cap
     )
 
 
-def _sign_key(args: argparse.Namespace) -> bytes | None:
+def _sign_key(args: argparse.Namespace) -> SigningKey | None:
+    """The capture's Ed25519 signing key (``--sign-key FILE`` or ``--sign-key-env VAR``)."""
     from vllm_evidence.errors import InputError
 
-    if args.sign_key_env is None:
+    if args.sign_key is None and args.sign_key_env is None:
         return None
+    option = "--sign-key" if args.sign_key is not None else "--sign-key-env"
     if not args.save:
-        msg = "--sign-key-env signs a saved capture: give --save DIR"
+        msg = f"{option} signs a saved capture: give --save DIR"
         raise InputError(msg)
-    from vllm_evidence.capture._signing import environment_key
+    from vllm_evidence.capture.signing import environment_signing_key, read_signing_key
 
-    return environment_key("--sign-key-env", args.sign_key_env)
+    if args.sign_key is not None:
+        return read_signing_key(args.sign_key, what="--sign-key")
+    return environment_signing_key("--sign-key-env", args.sign_key_env)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -252,15 +301,23 @@ def run(args: argparse.Namespace) -> int:
             PROG, "--timeout must be a positive finite number of seconds, --concurrency positive"
         )
     try:
-        urls = _targets(args)
+        targets = _targets(args)
     except InputError as exc:
         return fail(PROG, str(exc))
-    if not urls:
+    if not targets:
         return fail(PROG, "the following arguments are required: URL (or --targets FILE)")
-    if args.startup_log and len(urls) > 1:
-        return fail(PROG, "--startup-log goes with one URL: a log describes one server")
+    if args.startup_log and len(targets) > 1:
+        return fail(
+            PROG,
+            "--startup-log goes with one URL: a log describes one server (in a targets "
+            "file, give each server's as log=PATH receipt=PATH)",
+        )
     if args.receipt and not args.startup_log:
         return fail(PROG, "--receipt goes with --startup-log: a receipt witnesses a log")
+    if args.startup_log and targets[0].startup_log is not None:
+        return fail(PROG, "--startup-log and the targets file's log= both name the server's log")
+    if args.startup_log:
+        targets = [FleetTarget(targets[0].url, args.startup_log, args.receipt)]
     from vllm_evidence._scrub import SHORT_SECRET, remember
 
     try:
@@ -272,25 +329,31 @@ def run(args: argparse.Namespace) -> int:
                 "guessable, and it is scrubbed from output only where it stands alone\n"
             )
         sign_key = _sign_key(args)
-        if len(urls) > 1:
-            return run_fleet(urls, args, key, sign_key)
+        receipt_key = receipt_public_key(
+            args.receipt_public_key, receipts=any(t.receipt is not None for t in targets)
+        )
+        if len(targets) > 1:
+            return run_fleet(targets, args, key, sign_key, receipt_key)
+        (one,) = targets
         # The receipt first, then the log up to the receipt's length: the log keeps
         # growing after the receipt is written, and the receipt digests only its prefix.
-        receipt = read_launch_receipt(args.receipt) if args.receipt else None
+        receipt = (
+            read_launch_receipt(one.receipt, verification_key=receipt_key) if one.receipt else None
+        )
         log = (
-            _read_log(args.startup_log, None if receipt is None else receipt.log_bytes)
-            if args.startup_log
+            read_log(one.startup_log, None if receipt is None else receipt.log_bytes)
+            if one.startup_log
             else None
         )
         from vllm_evidence.capture.http import clean_target
 
-        target = clean_target(urls[0])
-        batch = asyncio.run(_probe_one(urls[0], args, key))
+        target = clean_target(one.url)
+        batch = asyncio.run(_probe_one(one.url, args, key))
     except InputError as exc:
         return fail(PROG, _scrub(str(exc), args))
     # A front door that answered nothing (or only errors) is a state, not an error: it is
     # saved and assessed like any other, every serving claim refused with its reason.
-    save_failure = _save(batch, Path(args.save), args, sign_key) if args.save else None
+    save_failure = _save(batch, Path(args.save), one.startup_log, sign_key) if args.save else None
     try:
         assessment = assess(readback_from_batch(batch), log, launch=args.launch, receipt=receipt)
     except InputError as exc:

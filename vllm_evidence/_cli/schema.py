@@ -11,12 +11,14 @@ __all__ = ["register"]
 #: The names ``schema`` takes (``vllm_evidence.serialize.SCHEMA_NAMES``, spelled out
 #: here so that ``--help`` does not import the converter).
 NAMES: dict[str, str] = {
-    "assessment": "probe/explain/demo --json (vllm-evidence.assessment/6)",
+    "assessment": "probe/explain/demo --json (vllm-evidence.assessment/7)",
     "startup-log": "log --json (vllm-evidence.startup-log/4)",
     "laws": "laws --json (vllm-evidence.laws/3)",
     "audit": "audit-upstream --json (vllm-evidence.audit/3)",
-    "capture-manifest": "manifest.json of a saved capture (vllm-evidence/capture-manifest/2)",
-    "launch-receipt": "what launch --receipt writes (vllm-evidence.launch-receipt/2)",
+    "capture-manifest": "manifest.json of a saved capture (vllm-evidence/capture-manifest/3)",
+    "launch-receipt": "what launch --receipt writes (vllm-evidence.launch-receipt/3)",
+    "watch-round": "watch --json, one line per round (vllm-evidence.watch-round/1)",
+    "watch-transition": "watch --json, one line per change (vllm-evidence.watch-transition/1)",
 }
 
 

@@ -31,8 +31,8 @@ import attrs
 from vllm_evidence.upstream.laws import (
     CacheConfigLabelsLaw,
     CapacityAuthority,
+    CapacityFormat,
     CapacityLaw,
-    CapacityLogFormat,
     CapacityLogFormatLaw,
     CapacitySource,
     ExecutorBackend,
@@ -214,7 +214,7 @@ def check_capacity_label(law: CapacityLaw, found: frozenset[str] | Unavailable) 
     )
 
 
-def capacity_formats_in_source(source: str) -> frozenset[CapacityLogFormat]:
+def capacity_formats_in_source(source: str) -> frozenset[CapacityFormat]:
     """The capacity-line formats whose format strings appear in ``source``.
 
     Adjacent string literals are one constant after parsing, so a format string split
@@ -229,13 +229,13 @@ def capacity_formats_in_source(source: str) -> frozenset[CapacityLogFormat]:
         for node in ast.walk(tree)
         if isinstance(node, ast.Constant) and isinstance(node.value, str)
     ]
-    found: set[CapacityLogFormat] = set()
+    found: set[CapacityFormat] = set()
     if any(_ONE_LINE in s for s in strings):
-        found.add(CapacityLogFormat.ONE_LINE)
+        found.add(CapacityFormat.V1_ONE_LINE)
     if any(s.endswith(_TWO_LINE_SIZE) for s in strings) and any(
         s.startswith(_TWO_LINE_CONCURRENCY) for s in strings
     ):
-        found.add(CapacityLogFormat.TWO_LINE)
+        found.add(CapacityFormat.V1_TWO_LINE)
     return frozenset(found)
 
 
@@ -248,8 +248,9 @@ def check_capacity_log_format(law: CapacityLogFormatLaw, source: str | Unavailab
         law,
         law.question.key,
         same=found == {law.format},
-        expected=law.format.value,
-        found=_names(f.value for f in found),
+        # The audit document names a V1 format as the laws document does: no prefix.
+        expected=law.format.value.removeprefix("v1_"),
+        found=_names(f.value.removeprefix("v1_") for f in found),
         note="format strings in vllm/v1/core/kv_cache_utils.py",
     )
 

@@ -3,10 +3,27 @@
 The probe's connections (:mod:`vllm_evidence.capture._wire`) feed each read into a
 :class:`ResponseReader` and learn when the answer is complete, what it was, and whether
 the connection can carry the next request.  The grammar is h11's (the HTTP/1.1 reader
-httpcore uses, which this replaced for speed: a fleet probe was spending ~20 % of its CPU
-in h11's general state machine), and the test suite reads generated responses with both
-and requires the same answer or an error from both
-(``tests/capture/test_http11.py``):
+httpcore uses), and the test suite reads generated responses with both and requires the
+same answer or an error from both (``tests/capture/test_http11.py``).
+
+**Why not h11 itself: measured, h11 costs the fleet target.**  The target is a fleet of
+200 read at least 15x faster than one server after another (``docs/performance.md``);
+with this reader the command meets it on a quiet host by a margin of 0-20 % (15.1-18.3x),
+and a fleet is bound by its CPU per server.  With h11 in this reader's place
+(``benchmarks/bench_http_reader.py``'s ``H11Reader``: the same interface and bounds),
+interleaved in one run on 2026-12-02, on a host running at a quarter of its quiet pace::
+
+    python benchmarks/bench_http_reader.py --fleet --pairs 9
+
+the library's fleet of 200 took **1.144x the CPU per server with h11** (median of 9
+rounds; 6.47 against 7.20 ms) and 1.26x the wall time, its speed-up over one after
+another 6.21x against 5.39x; a second such run, 1.174x.  The reader alone
+(``bench_http_reader.py --pairs 5``): h11 3.6x the CPU of one batch's ten answers.
+``bench_fleet.py --pairs 5 --also-pythonpath DIR`` (DIR: a tree with ``H11Reader`` in
+place; the command, fresh processes) read 7.09x with this reader against 4.85x with h11
+(medians) in one run and 3.83x against 4.00x in a second, both far below 15x on that
+host and within its noise.  So h11 would take most of the margin the command has: the
+reader stays, and this is what it reads:
 
 * a head is a status line (``HTTP/d.d SP 3DIGIT [SP reason]``) and header lines up to a
   blank line; lines end in CRLF or a bare LF; a line that begins with blanks continues
@@ -40,6 +57,7 @@ __all__ = [
     "RemoteProtocolError",
     "ResponseReader",
     "declared_too_large",
+    "header_line_ok",
     "request_bytes",
 ]
 
@@ -126,6 +144,16 @@ def _header_block(headers: tuple[tuple[str, str], ...]) -> bytes:
             msg = "illegal request header (its value is not shown)"
             raise LocalProtocolError(msg)
     return b"".join(name + b": " + value + b"\r\n" for name, value in wire) + b"\r\n"
+
+
+def header_line_ok(name: str, value: str) -> bool:
+    """Whether ``name: value`` is one request header line by the grammar
+    :func:`request_bytes` writes with (a token, then a field value in ASCII)."""
+    try:
+        wire_name, wire_value = name.encode("ascii"), value.encode("ascii")
+    except UnicodeEncodeError:
+        return False
+    return bool(_REQUEST_NAME.fullmatch(wire_name) and _REQUEST_VALUE.fullmatch(wire_value))
 
 
 def _quote(data: bytes | bytearray) -> str:

@@ -1,22 +1,26 @@
 """The probe's own HTTP/1.1 connections: GET only, read as the bytes arrive.
 
-A fleet probe is bound by CPU per server, and nearly all of it was the client stack
-(httpx, httpcore, anyio: URL models, request and response objects, cancel scopes and
-stream wrappers for each of a probe's nine requests; ~12-14 ms a server on two shared
-cores).  What the probe needs is narrow: one fixed request line per closed route, a few
-fixed headers, a status, headers and a capped body.  :class:`ProbeClient` writes that
-request itself, reads the answer as it arrives with
-:class:`~vllm_evidence.capture._http11.ResponseReader` (h11's grammar, without its general
-state machine; no stream objects either: the bytes go from the event loop's callback
-straight to the reader), keeps connections alive per server, and builds its SSL context
-once, on the first ``https`` target (none at all for a fleet of ``http`` servers).  A
-plain connection is a socket the event loop watches for this module (half the CPU of an
-asyncio transport); TLS, and a loop that cannot watch sockets, go through transports.
+A fleet probe is bound by CPU per server, and nearly all of it was a general client
+stack (httpx, httpcore, anyio: URL models, request and response objects, cancel scopes
+and stream wrappers for each of a probe's nine requests; ~12-14 ms a server on two
+shared cores, ~5 ms with this module).  What the probe needs is narrow: one fixed
+request line per closed route, a few fixed headers, a status, headers and a capped
+body.  :class:`ProbeClient` writes that request itself, reads the answer as it arrives
+with :class:`~vllm_evidence.capture._http11.ResponseReader` (h11's grammar, without its
+general state machine; no stream objects either: the bytes go from the event loop's
+callback straight to the reader), keeps connections alive per server, and builds its
+SSL context once, on the first ``https`` target (none at all for a fleet of ``http``
+servers).  A plain connection is a socket the event loop watches for this module (half
+the CPU of an asyncio transport); TLS, and a loop that cannot watch sockets, go through
+transports.
 
 It reads no proxy or certificate settings from the environment, keeps no cookies and
-follows no redirects: nothing it is not told.  Hostile servers: a response head is
-bounded (:data:`MAX_HEAD_BYTES`), a body is cut off at the caller's cap, and a
-connection that misbehaved in any way is closed, never reused.
+follows no redirects: nothing it is not told.  No code of a caller's stands between it
+and the server: a TLS connection is wrapped by the standard :class:`ssl.SSLObject`,
+whatever a caller's :class:`ssl.SSLContext` has had set on it since
+(:class:`_StandardTLS`).  Hostile servers: a response head is bounded
+(:data:`MAX_HEAD_BYTES`), a body is cut off at the caller's cap, and a connection that
+misbehaved in any way is closed, never reused.
 
 **One retry, only on a reused connection.**  A server may close a kept-alive connection
 between two requests (an idle timeout), reset it, or stop answering on it (a balancer
@@ -41,6 +45,7 @@ from vllm_evidence.capture._http11 import (
     ProtocolError,
     ResponseReader,
     declared_too_large,
+    header_line_ok,
     request_bytes,
 )
 from vllm_evidence.errors import InputError
@@ -55,6 +60,8 @@ __all__ = [
     "Sends",
     "ServerAddress",
     "declared_too_large",
+    "default_context",
+    "header_line_ok",
     "server_address",
 ]
 
@@ -459,13 +466,66 @@ def _settle(future: asyncio.Future[None]) -> None:
         future.set_result(None)
 
 
+def default_context(*, verify: bool) -> ssl.SSLContext:
+    """A client SSL context: ``certifi``'s CA bundle and host names checked, or (``verify``
+    false) no certificate check at all."""
+    if verify:
+        import certifi
+
+        return ssl.create_default_context(cafile=certifi.where())
+    context = ssl.create_default_context()
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
+
+
+@final
+class _StandardTLS:
+    """What the event loop's TLS protocol is given in place of the SSL context: it wraps
+    each connection with the standard :class:`ssl.SSLObject`, and refuses to when the
+    context is not the ssl module's own class or has an attribute set on it (its
+    documented ``sslobject_class``, a ``wrap_bio`` of its own: either would put other
+    code between the connection and the server's bytes).  Checked as each connection is
+    made, so setting one after the session was made changes nothing either."""
+
+    __slots__ = ("_context",)
+
+    def __init__(self, context: ssl.SSLContext) -> None:
+        self._context = context
+
+    def check(self) -> None:
+        """Refuse a context that is no longer the ssl module's own (before any socket)."""
+        context = self._context
+        if type(context) is not ssl.SSLContext or vars(context):
+            msg = "the SSL context was changed after it was given (an attribute set on it)"
+            raise ssl.SSLError(msg)
+
+    def wrap_bio(
+        self,
+        incoming: ssl.MemoryBIO,
+        outgoing: ssl.MemoryBIO,
+        server_side: bool = False,  # noqa: FBT001, FBT002 - asyncio passes it so
+        server_hostname: str | None = None,
+        session: ssl.SSLSession | None = None,
+    ) -> ssl.SSLObject:
+        self.check()  # again: it may have changed while the connection was being made
+        return ssl.SSLContext.wrap_bio(
+            self._context,
+            incoming,
+            outgoing,
+            server_side=server_side,
+            server_hostname=server_hostname,
+            session=session,
+        )
+
+
 @final
 class ProbeClient:
     """Connections for one probe run, shared by every target of it.
 
-    ``verify`` is TLS certificate verification: ``True`` (the CA bundle httpx uses,
-    ``certifi``'s), ``False``, or an :class:`ssl.SSLContext` (a private CA).  The context
-    is built once, on the first ``https`` target.  Up to ``connections_per_server``
+    ``verify`` is TLS certificate verification: ``True`` (``certifi``'s CA bundle),
+    ``False``, or an :class:`ssl.SSLContext` (a private CA, a client certificate).  The
+    context is built once, on the first ``https`` target.  Up to ``connections_per_server``
     connections per server are kept alive between requests; a server's are closed when
     the last probe using it ends (:meth:`release`), so what is open is bounded by the
     servers being read at once, not by the servers read so far.  ``reuse_silence_s`` is
@@ -479,10 +539,10 @@ class ProbeClient:
         *,
         verify: bool | ssl.SSLContext = True,
         connections_per_server: int = 9,
-        reuse_silence_s: float = REUSE_SILENCE_S,
+        reuse_silence_s: float | None = None,
     ) -> None:
         self._verify = verify
-        self._reuse_silence_s = reuse_silence_s
+        self._reuse_silence_s = REUSE_SILENCE_S if reuse_silence_s is None else reuse_silence_s
         self._context: ssl.SSLContext | None = (
             verify if isinstance(verify, ssl.SSLContext) else None
         )
@@ -503,18 +563,7 @@ class ProbeClient:
 
     def _ssl_context(self) -> ssl.SSLContext:
         if self._context is None:
-            if self._verify:
-                try:
-                    import certifi
-                except ImportError:  # pragma: no cover - certifi comes with httpx
-                    context = ssl.create_default_context()
-                else:
-                    context = ssl.create_default_context(cafile=certifi.where())
-            else:
-                context = ssl.create_default_context()
-                context.check_hostname = False
-                context.verify_mode = ssl.CERT_NONE
-            self._context = context
+            self._context = default_context(verify=bool(self._verify))
         return self._context
 
     @property
@@ -561,11 +610,14 @@ class ProbeClient:
     async def _connect(self, address: ServerAddress) -> _Connection:
         loop = asyncio.get_running_loop()
         if address.scheme == "https":
+            standard = _StandardTLS(self._ssl_context())
+            standard.check()
             _, tls = await loop.create_connection(
                 _TransportConnection,
                 address.host,
                 address.port,
-                ssl=self._ssl_context(),
+                # asyncio's TLS protocol calls the context's wrap_bio, and nothing else
+                ssl=cast("ssl.SSLContext", standard),
                 server_hostname=address.host,
             )
             return tls

@@ -11,8 +11,12 @@ Layout (the same stems as the real captures)::
     version.body, v1_models.body, …  one per route read, with <stem>.headers
     startup.log                      only when the manifest lists it
 
-The manifest (schema ``vllm-evidence/capture-manifest/2``, its types, seal and
+The manifest (schema ``vllm-evidence/capture-manifest/3``, its types, seal and
 signature in :mod:`vllm_evidence.capture.manifest`) covers every entry and every file.
+A capture saved with a key is signed with Ed25519 (:mod:`vllm_evidence.capture.signing`):
+saved with a :class:`~vllm_evidence.capture.signing.SigningKey`, verified with its
+public half, which cannot sign.  A ``/2`` capture saved before is read as it was:
+unsigned, or HMAC-signed and verified with the same key's bytes.
 Each end's two ``/metrics`` reads share the end's role and are listed in the order they
 were read; a capture saved before the probe read twins lists one read at each end and
 loads as a batch without twins (its front-door join says processes were not counted).
@@ -49,7 +53,6 @@ from vllm_evidence.capture._files import (
     plain_name,
     read_file,
 )
-from vllm_evidence.capture._signing import check_key
 from vllm_evidence.capture.batch import (
     CaptureBatch,
     CaptureOrigin,
@@ -65,19 +68,21 @@ from vllm_evidence.capture.manifest import (
     MANIFEST_SCHEMA,
     MAX_MANIFEST_BYTES,
     STARTUP_LOG,
+    Ed25519Signature,
     Manifest,
     ManifestEntry,
     SavedLog,
     Seal,
     Signature,
     build_manifest,
+    check_signing_key,
     headers_text,
-    key_id,
     manifest_document,
     manifest_json,
     parse_manifest,
     seal_kind,
 )
+from vllm_evidence.capture.signing import SigningKey, VerificationKey, check_hmac_key
 from vllm_evidence.errors import CaptureIntegrityError, InputError
 from vllm_evidence.upstream.routes import Route
 
@@ -87,6 +92,7 @@ __all__ = [
     "MAX_SAVED_BODY_BYTES",
     "STARTUP_LOG",
     "BareBodies",
+    "Ed25519Signature",
     "Manifest",
     "ManifestEntry",
     "Provenance",
@@ -95,7 +101,6 @@ __all__ = [
     "SavedLog",
     "Seal",
     "Signature",
-    "key_id",
     "manifest_document",
     "read",
     "read_capture",
@@ -114,12 +119,15 @@ def save(
     directory: str | Path,
     *,
     startup_log: str | Path | None = None,
-    sign_key: bytes | None = None,
+    sign_key: SigningKey | None = None,
 ) -> Path:
     """Write ``capture`` to a new ``directory``, atomically; return its path.
 
     ``startup_log`` (a file) is copied in as ``startup.log`` and listed with its digest;
-    ``sign_key`` adds an HMAC-SHA256 of the canonical manifest (:class:`Signature`).
+    ``sign_key`` (an Ed25519 :class:`~vllm_evidence.capture.signing.SigningKey`,
+    :func:`~vllm_evidence.capture.signing.read_signing_key`) adds its signature of the
+    canonical manifest (:class:`Ed25519Signature`); HMAC key bytes are refused (a capture
+    is no longer signed with one).
     The files are written into a temporary sibling directory that is renamed into
     place, so ``directory`` either does not exist or holds a whole capture.  An
     existing ``directory`` is an :class:`InputError`.
@@ -132,8 +140,7 @@ def save(
     if not parent.is_dir():
         msg = f"{parent} is not a directory"
         raise InputError(msg)
-    if sign_key is not None:
-        check_key(sign_key)  # at least 32 bytes, before anything is written
+    check_signing_key(sign_key)  # before anything is written
     staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=parent))
     try:
         saved_log = None
@@ -255,7 +262,9 @@ def _exchange(
     return exchange, files
 
 
-def _read_manifest(dir_fd: int, directory: Path, verify_key: bytes | None) -> ReadCapture:
+def _read_manifest(
+    dir_fd: int, directory: Path, verify_key: VerificationKey | bytes | None
+) -> ReadCapture:
     where = directory / MANIFEST
     raw = read_file(dir_fd, directory, MANIFEST, MAX_MANIFEST_BYTES)
     manifest, document = parse_manifest(raw, directory)
@@ -404,21 +413,40 @@ def _read_bare(dir_fd: int, directory: Path) -> BareBodies:
     return BareBodies(bodies=bodies, statuses=statuses)
 
 
+def _check_verify_key(verify_key: object) -> VerificationKey | bytes | None:
+    """``verify_key`` as :func:`read_capture` takes it; an :class:`InputError` (before the
+    directory is read) for anything else, a signing key included."""
+    if verify_key is None or isinstance(verify_key, VerificationKey):
+        return verify_key
+    if isinstance(verify_key, SigningKey):
+        msg = (
+            "verify_key is a SigningKey: a capture is verified with the public half only "
+            "(its .verification_key, or read_verification_key(PUBLIC.pem))"
+        )
+        raise InputError(msg)
+    return check_hmac_key(verify_key)  # a /2 capture's HMAC key: at least 32 bytes
+
+
 def read_capture(
-    directory: str | Path, *, bodies: bool = False, verify_key: bytes | None = None
+    directory: str | Path,
+    *,
+    bodies: bool = False,
+    verify_key: VerificationKey | bytes | None = None,
 ) -> ReadCapture:
     """Read a capture directory's bytes back, with what vouches for them.
 
     With ``manifest.json``: the seal, the signature (when ``verify_key`` is given: a
     missing or bad one is refused), the file set and every file's size and digest are
     checked before anything is returned (:class:`CaptureIntegrityError`), then the batch
-    is rebuilt.  Without: an :class:`InputError`, unless ``bodies=True`` asks for the bare
-    bodies (a historical bundle, marked so in the provenance); a key to verify with is
-    then refused, as there is nothing signed.
+    is rebuilt.  ``verify_key`` is the signer's
+    :class:`~vllm_evidence.capture.signing.VerificationKey` (Ed25519), or, for a capture
+    saved before (``capture-manifest/2``) with an HMAC key, that key's bytes.  Without a
+    manifest: an :class:`InputError`, unless ``bodies=True`` asks for the bare bodies (a
+    historical bundle, marked so in the provenance); a key to verify with is then
+    refused, as there is nothing signed.
     """
     path = Path(directory)
-    if verify_key is not None:
-        check_key(verify_key)  # a short key is refused before the directory is read
+    verify_key = _check_verify_key(verify_key)
     if not path.is_dir():
         msg = f"{path}: not a directory"
         raise InputError(msg)
@@ -450,7 +478,10 @@ def read_capture(
 
 
 def read(
-    directory: str | Path, *, bodies: bool = False, verify_key: bytes | None = None
+    directory: str | Path,
+    *,
+    bodies: bool = False,
+    verify_key: VerificationKey | bytes | None = None,
 ) -> CaptureBatch | BareBodies:
     """:func:`read_capture`'s bytes, without their provenance."""
     return read_capture(directory, bodies=bodies, verify_key=verify_key).capture

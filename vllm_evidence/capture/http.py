@@ -5,6 +5,16 @@ and nothing else: no free path, no method.  Every request is a GET to
 ``route.target``; redirects are not followed; bodies are streamed and cut off at a
 cap; the API key travels only in the ``Authorization`` header and is kept nowhere: a
 body, header or error text that reflects it keeps ``***`` in its place.
+
+**The probe owns its transport.**  A caller chooses *settings* (:class:`ProbeSettings`:
+timeouts, the body cap, TLS verification against a CA bundle or an
+:class:`ssl.SSLContext`, a client certificate, extra request headers, how many servers
+a :class:`ProbeSession` reads at once), never a transport or a client object: every
+byte a batch records as :attr:`~vllm_evidence.capture.batch.CaptureOrigin.PROBED` came
+from the network peer over connections this module opened (:mod:`._wire`).  A caller
+who wants evidence it wrote itself gets it under its own origin
+(:mod:`vllm_evidence.testing`: generated batches; a stub front door on loopback, which
+the probe reads like any server).
 """
 
 from __future__ import annotations
@@ -16,8 +26,11 @@ import ssl
 import time
 import uuid
 from collections import deque
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Final, Literal, final
+from typing import Final, Literal, final
+
+import attrs
 
 from vllm_evidence._scrub import REDACTED, remember, scrub_body
 from vllm_evidence.capture._target import clean_target
@@ -26,7 +39,8 @@ from vllm_evidence.capture._wire import (
     ProbeClient,
     ProtocolError,
     Sends,
-    declared_too_large,
+    default_context,
+    header_line_ok,
     server_address,
 )
 from vllm_evidence.capture.batch import (
@@ -43,22 +57,17 @@ from vllm_evidence.capture.batch import (
 from vllm_evidence.errors import InputError
 from vllm_evidence.upstream.routes import PROBE_ROUTES, Route
 
-if TYPE_CHECKING:
-    from collections.abc import Awaitable, Callable
-
-    import httpx
-
 __all__ = [
     "CONNECTIONS_PER_PROBE",
     "DEFAULT_BODY_BUDGET_BYTES",
+    "DEFAULT_CONCURRENCY",
     "DEFAULT_DEADLINE_S",
     "DEFAULT_MAX_BODY_BYTES",
     "DEFAULT_TIMEOUT_S",
     "BodyBudget",
-    "ProbeClient",
-    "RouteClient",
+    "ProbeSession",
+    "ProbeSettings",
     "clean_target",
-    "new_client",
     "probe",
     "probe_sync",
     "worst_case_body_bytes",
@@ -67,6 +76,9 @@ __all__ = [
 DEFAULT_MAX_BODY_BYTES: Final = 8 * 1024 * 1024
 DEFAULT_TIMEOUT_S: Final = 10.0
 DEFAULT_DEADLINE_S: Final = 30.0
+#: How many servers a :class:`ProbeSession` reads at once by default (the command's
+#: ``--concurrency``): from about this many a fleet is bound by the prober's CPU.
+DEFAULT_CONCURRENCY: Final = 64
 #: The response-body bytes a whole run may hold at once, by default (the CLI's fleet):
 #: what its probes are reading and what waits to be assessed, however many servers.
 #: 1 GiB is 128 requests at the default cap: two for each of the 64 servers a fleet
@@ -81,11 +93,11 @@ _CORE_ROUTES = (Route.VERSION, Route.MODELS, Route.HEALTH)
 CONNECTIONS_PER_PROBE: Final = len(PROBE_ROUTES) - 1
 
 
-def _target_parts(target: str) -> tuple[str, str]:
-    """``(scheme://host:port, raw path)`` of a cleaned target."""
-    scheme, _, rest = target.partition("://")
-    authority, slash, path = rest.partition("/")
-    return f"{scheme}://{authority}", slash + path
+def _base_path(target: str) -> str:
+    """The raw path of a cleaned target (empty, or ``/`` and the rest)."""
+    _, _, rest = target.partition("://")
+    _, slash, path = rest.partition("/")
+    return slash + path
 
 
 #: What a bearer token may hold on the wire: printable ASCII, no spaces or controls.
@@ -338,21 +350,19 @@ def _reservation(max_body_bytes: int, secrets: tuple[str, ...]) -> int:
 
 
 @final
-class RouteClient:
-    """The closed-route HTTP layer: GET one probe-readable :class:`Route`, nothing else.
-
-    ``client`` is a :class:`ProbeClient` (the probe's own connections) or an
-    :class:`httpx.AsyncClient` (one with no auth and no request hooks)."""
+class _RouteClient:
+    """The closed-route HTTP layer: GET one probe-readable :class:`Route`, nothing else,
+    over the probe's own connections (:class:`~vllm_evidence.capture._wire.ProbeClient`)."""
 
     def __init__(
         self,
-        client: ProbeClient | httpx.AsyncClient,
+        client: ProbeClient,
         target: str,
         *,
         max_body_bytes: int,
         timeout_s: float,
         deadline: float,
-        headers: dict[str, str] | None = None,
+        headers: list[tuple[str, str]],
         secrets: tuple[str, ...] = (),
         body_budget: tuple[BodyBudget, _Claim] | None = None,
     ) -> None:
@@ -360,25 +370,21 @@ class RouteClient:
         #: The run's body budget and this probe's part of it (:func:`probe` opens it).
         self._budget = body_budget
         self._secrets = secrets
-        self._target = target
         self._max_body_bytes = max_body_bytes
         self._timeout_s = timeout_s
         self._deadline = deadline
-        self._headers = dict(headers or {})
+        self._header_list = headers
         # Parsed once here, not once a request.
-        self._origin, self._base_path = _target_parts(target)
-        self._address = server_address(target) if isinstance(client, ProbeClient) else None
-        self._header_list = list(self._headers.items())
-        #: The connection that read the last answer (the probe's own connections only).
+        self._base_path = _base_path(target)
+        self._address = server_address(target)
+        #: The connection that read the last answer.
         self._last_connection: object = None
 
     async def get(
         self, route: Route, role: ExchangeRole = ExchangeRole.ROUTE, *, via: Via = "any"
     ) -> Exchange:
-        """GET ``route`` and return the exchange, whatever happened.
-
-        ``via`` chooses the connection (:data:`Via`) on the probe's own connections; a
-        caller's :class:`httpx.AsyncClient` chooses its own."""
+        """GET ``route`` and return the exchange, whatever happened; ``via`` chooses the
+        connection (:data:`Via`)."""
         if not isinstance(route, Route) or not route.probe_readable:  # type: ignore[redundant-expr]  # callers outside mypy can pass anything
             msg = f"the probe reads only probe-readable Route members, not {route!r}"
             raise TypeError(msg)
@@ -399,10 +405,8 @@ class RouteClient:
             sends = Sends()
             if budget <= 0:
                 sent: _Sent = (None, (), None, Transport.TIMED_OUT, NOT_SENT_DETAILS[0])
-            elif isinstance(self._client, ProbeClient):
-                sent = await self._send_wire(self._client, path, budget, via, sends)
             else:
-                sent = await self._send_httpx(self._client, path, budget)
+                sent = await self._send(path, budget, via, sends)
         except BaseException:
             if self._budget is not None:
                 self._budget[0]._give_back(reserved)
@@ -412,7 +416,10 @@ class RouteClient:
             kept = scrub_body(body, secrets=self._secrets)
             if kept != body:
                 body = kept
-                detail = "the API key was in the body and is replaced by ***"
+                detail = (
+                    "a credential sent (the API key, a header's value) was in the body "
+                    "and is replaced by ***"
+                )
         if self._budget is not None:
             self._budget[0]._settle(self._budget[1], reserved, 0 if body is None else len(body))
         if sends.count > 1:  # the request log has both (CaptureBatch.request_lines)
@@ -446,14 +453,11 @@ class RouteClient:
     def _too_large(self) -> str:
         return f"body larger than {self._max_body_bytes} bytes"
 
-    async def _send_wire(
-        self, client: ProbeClient, path: str, budget: float, via: Via, sends: Sends
-    ) -> _Sent:
-        assert self._address is not None  # noqa: S101 - set with a ProbeClient
+    async def _send(self, path: str, budget: float, via: Via, sends: Sends) -> _Sent:
         on, self._last_connection = self._last_connection, None
         try:
             async with asyncio.timeout(budget):
-                reply = await client.get(
+                reply = await self._client.get(
                     self._address,
                     path,
                     self._header_list,
@@ -481,124 +485,405 @@ class RouteClient:
             return reply.status, reply.headers, None, Transport.TOO_LARGE, self._too_large()
         return reply.status, reply.headers, reply.body, Transport.ANSWERED, ""
 
-    async def _send_httpx(self, client: httpx.AsyncClient, path: str, budget: float) -> _Sent:
-        import httpx
 
-        # The request's own headers (the key among them), never the client's: a client
-        # shared by every target of a run carries no target's key.
-        request = client.build_request(
-            "GET",
-            self._origin + path,
-            headers=self._headers,
-            timeout=httpx.Timeout(self._timeout_s),
+# -- settings ----------------------------------------------------------------------------
+
+#: Request headers the probe writes itself, or that would change how an answer is framed
+#: or whether the connection is kept: an extra header may not name one.
+_OWN_HEADERS: Final = frozenset(
+    {
+        *("host", "accept", "accept-encoding", "user-agent", "authorization"),
+        *("connection", "keep-alive", "proxy-connection", "upgrade", "expect"),
+        *("content-length", "transfer-encoding", "te", "trailer"),
+    }
+)
+
+
+def _pair(item: object) -> tuple[str, str]:
+    """One extra header as ``(name, value)``, checked (the value is never quoted)."""
+    if not (
+        isinstance(item, tuple)
+        and len(item) == 2
+        and isinstance(item[0], str)
+        and isinstance(item[1], str)
+    ):
+        msg = "headers are a mapping (or pairs) of header names to string values"
+        raise InputError(msg)
+    name, value = item
+    if not header_line_ok(name, value):
+        msg = (
+            "an extra header is not one header line: its name must be a token and its "
+            "value printable ASCII (the value is not shown)"
         )
-        if request.url.raw_path != path.encode("ascii") or str(
-            request.url.copy_with(raw_path=b"")
-        ).rstrip("/") != self._origin.rstrip("/"):
-            msg = "the request line would not be the closed route's own target"
-            raise InputError(msg)
-        status: int | None = None
-        headers: tuple[tuple[str, str], ...] = ()
-        try:
-            async with asyncio.timeout(budget):
-                response = await client.send(request, stream=True, follow_redirects=False)
-                try:
-                    status = response.status_code
-                    headers = tuple(response.headers.items())
-                    declared = response.headers.get("content-length", "")
-                    if declared_too_large(declared, self._max_body_bytes):
-                        return status, headers, None, Transport.TOO_LARGE, self._too_large()
-                    chunks: list[bytes] = []
-                    size = 0
-                    async for chunk in response.aiter_raw():
-                        size += len(chunk)
-                        if size > self._max_body_bytes:
-                            return status, headers, None, Transport.TOO_LARGE, self._too_large()
-                        chunks.append(chunk)
-                    return status, headers, b"".join(chunks), Transport.ANSWERED, ""
-                finally:
-                    await response.aclose()
-        except (TimeoutError, httpx.TimeoutException) as exc:
-            detail = f"no complete answer within {budget:.3g}s ({type(exc).__name__})"
-            return status, headers, None, Transport.TIMED_OUT, detail
-        except httpx.LocalProtocolError as exc:
-            # Raised before anything is sent; its text can quote request headers (the key).
-            return (
-                None,
-                (),
-                None,
-                Transport.UNREACHABLE,
-                f"{type(exc).__name__} {NOT_SENT_DETAILS[1]}",
+        raise InputError(msg)
+    if name.lower() in _OWN_HEADERS:
+        msg = (
+            f"extra header {name.lower()}: the probe writes it itself, or it would change "
+            "how an answer is framed"
+        )
+        raise InputError(msg)
+    return name, value
+
+
+def _header_pairs(
+    headers: Mapping[str, str] | Iterable[tuple[str, str]],
+) -> tuple[tuple[str, str], ...]:
+    """Extra request headers as checked pairs: each a header line, none the probe's own,
+    no name twice."""
+    return _pairs_of(headers)
+
+
+def _pairs_of(headers: object) -> tuple[tuple[str, str], ...]:
+    items: Iterable[object]
+    if isinstance(headers, Mapping):
+        items = tuple(headers.items())
+    elif isinstance(headers, str | bytes) or not isinstance(headers, Iterable):
+        msg = "headers are a mapping (or pairs) of header names to string values"
+        raise InputError(msg)
+    else:
+        items = headers
+    pairs = tuple(_pair(item) for item in items)
+    names = [name.lower() for name, _ in pairs]
+    if len(set(names)) != len(names):
+        msg = "an extra header is named twice (names are case-insensitive)"
+        raise InputError(msg)
+    return pairs
+
+
+def _names_only(pairs: tuple[tuple[str, str], ...]) -> str:
+    """A repr of extra headers that shows their names, never their values."""
+    return repr(tuple((name, REDACTED) for name, _ in pairs))
+
+
+def _check_seconds(value: object, name: str) -> None:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        msg = f"{name} must be a positive finite number of seconds"
+        raise InputError(msg)
+
+
+def _check_count(value: object, name: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        msg = f"{name} must be a positive whole number"
+        raise InputError(msg)
+
+
+def _check_flag(value: object, name: str) -> None:
+    if not isinstance(value, bool):
+        msg = f"{name} is True or False"
+        raise InputError(msg)
+
+
+def _check_tls(verify: object, certificate: object, key: object) -> None:
+    """Settings for TLS that the probe's connections can use, and nothing that could
+    stand between them and the server's bytes."""
+    if isinstance(verify, ssl.SSLContext):
+        if type(verify) is not ssl.SSLContext or vars(verify):
+            msg = (
+                "verify: an ssl.SSLContext as the ssl module makes it: not a subclass, and "
+                "no attribute set on it (such as sslobject_class): the probe's connections "
+                "are wrapped by the standard SSLObject only"
             )
-        except httpx.TransportError as exc:
-            return None, (), None, Transport.UNREACHABLE, f"{type(exc).__name__}: {exc}"
+            raise InputError(msg)
+        if certificate is not None:
+            msg = (
+                "client_certificate goes with verify=True/False or a CA bundle; with an "
+                "ssl.SSLContext, load the certificate into it (load_cert_chain)"
+            )
+            raise InputError(msg)
+    elif not isinstance(verify, bool | str):
+        msg = "verify is True, False, a CA file or directory, or an ssl.SSLContext"
+        raise InputError(msg)
+    if certificate is not None and not isinstance(certificate, str):
+        msg = "client_certificate is the path of a PEM file"
+        raise InputError(msg)
+    if key is not None and (certificate is None or not isinstance(key, str)):
+        msg = "client_key is the path of a PEM file, given with client_certificate"
+        raise InputError(msg)
 
 
-#: The largest CA file read (a system bundle is about 250 KB).
+@final
+@attrs.frozen
+class ProbeSettings:
+    """How the probe reads front doors: every choice a caller has about its connections
+    and requests, and nothing that writes or reads the bytes.
+
+    There is no setting for a transport, a client object or a connection: the probe's
+    connections are always its own, so a batch it returns holds what the server sent.
+    Every value is checked when the settings are made (:class:`InputError`); files
+    (a CA bundle, a client certificate) are read when a :class:`ProbeSession` is.
+    """
+
+    timeout: float = DEFAULT_TIMEOUT_S
+    """Seconds each request may take (its connection included)."""
+    deadline: float = DEFAULT_DEADLINE_S
+    """Seconds the whole batch may take; a request not sent by then is never sent."""
+    development_routes: bool = True
+    """Also read ``/server_info`` (both forms) and ``/get_world_size``."""
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    """The largest body read; a longer one is recorded as too large, none of it kept."""
+    verify: bool | str | ssl.SSLContext = True
+    """TLS certificate verification: ``True`` (the ``certifi`` CA bundle), ``False``, a
+    CA file or directory (a private CA), or an :class:`ssl.SSLContext` as
+    :func:`ssl.create_default_context` makes it (no subclass, no attribute such as
+    ``sslobject_class`` set on it; each connection is wrapped by the standard
+    :class:`ssl.SSLObject` whatever is set later)."""
+    client_certificate: str | None = None
+    """A PEM file with the client certificate (and its key, unless ``client_key``), for
+    a front door that asks for one; not with an :class:`ssl.SSLContext` ``verify``."""
+    client_key: str | None = None
+    """A PEM file with the client certificate's key (not encrypted)."""
+    headers: tuple[tuple[str, str], ...] = attrs.field(
+        default=(), converter=_header_pairs, repr=_names_only
+    )
+    """Extra request headers (a mapping or ``(name, value)`` pairs), sent after the
+    probe's own on every request.  Each value is taken for a credential, as the API key
+    is: never shown (not in this repr), and, once a session is made with it, replaced by
+    ``***`` in whatever this process renders or saves (a value under 8 characters only
+    where it stands alone).  Names the probe writes itself or that change the framing (``Host``,
+    ``Authorization``, ``Accept``, ``Content-Length``, ``Connection``…) are refused."""
+    concurrency: int = DEFAULT_CONCURRENCY
+    """How many servers one :class:`ProbeSession` reads at once; a probe past it waits
+    for its turn before any request (its deadline does not count the wait)."""
+
+    def __attrs_post_init__(self) -> None:
+        _check_seconds(self.timeout, "timeout")
+        _check_seconds(self.deadline, "deadline")
+        _check_count(self.max_body_bytes, "max_body_bytes")
+        _check_count(self.concurrency, "concurrency")
+        _check_flag(self.development_routes, "development_routes")
+        _check_tls(self.verify, self.client_certificate, self.client_key)
+
+
+#: The largest CA, certificate or key file read (a system CA bundle is about 250 KB).
 _CA_FILE_LIMIT = 16 * 1024 * 1024
 _ASCII = bytes(range(128)) + b"?" * 128
 
 
-def _ssl_verify(*, verify: bool | str | ssl.SSLContext) -> bool | ssl.SSLContext:
-    """``verify`` as httpx takes it: a CA file or directory becomes an SSL context."""
-    if isinstance(verify, str):
-        from pathlib import Path
+def _ca_context(verify: str) -> ssl.SSLContext:
+    """An SSL context trusting the CA file or directory ``verify``."""
+    from pathlib import Path
 
-        from vllm_evidence.capture._files import read_named_file
+    from vllm_evidence.capture._files import read_named_file
 
-        where = Path(verify)
-        try:
-            if where.is_dir():
-                return ssl.create_default_context(capath=verify)
-            # Read here, bounded, never from a FIFO or a device (OpenSSL's own read would
-            # block); PEM is ASCII, so a byte of a non-ASCII comment is read as "?".
-            pem = read_named_file(verify, _CA_FILE_LIMIT, what="CA file").translate(_ASCII)
-            if not pem.strip():  # an empty cadata would load the system's CAs instead
-                msg = f"cannot load CA certificates from {verify}: the file is empty"
-                raise InputError(msg)
-            return ssl.create_default_context(cadata=pem.decode("ascii"))
-        except (OSError, ssl.SSLError) as exc:
-            msg = f"cannot load CA certificates from {verify}: {exc}"
-            raise InputError(msg) from None
-    return verify
+    where = Path(verify)
+    try:
+        if where.is_dir():
+            return ssl.create_default_context(capath=verify)
+        # Read here, bounded, never from a FIFO or a device (OpenSSL's own read would
+        # block); PEM is ASCII, so a byte of a non-ASCII comment is read as "?".
+        pem = read_named_file(verify, _CA_FILE_LIMIT, what="CA file").translate(_ASCII)
+        if not pem.strip():  # an empty cadata would load the system's CAs instead
+            msg = f"cannot load CA certificates from {verify}: the file is empty"
+            raise InputError(msg)
+        return ssl.create_default_context(cadata=pem.decode("ascii"))
+    except (OSError, ssl.SSLError) as exc:
+        msg = f"cannot load CA certificates from {verify}: {exc}"
+        raise InputError(msg) from None
 
 
-def new_client(*, verify: bool | str | ssl.SSLContext = True) -> ProbeClient:
-    """One client for every target of a run: one SSL context, connections kept per server.
-
-    ``verify`` is TLS certificate verification: ``True`` (the CA bundle httpx uses),
-    ``False``, a CA file or directory, or an :class:`ssl.SSLContext` (a private CA).  A
-    CA file is read here (an :class:`InputError` if it cannot be); the SSL context is
-    built once, on the first ``https`` target, however many servers are read.  A server's
-    connections are closed when the last :func:`probe` of it through this client ends, so
-    what is open is bounded by how many servers are read at once
-    (:data:`CONNECTIONS_PER_PROBE` sockets each: keep that many within the process's
-    open-file limit).  The client carries no
-    API key (each request carries its own), keeps no cookie, follows no redirect and
-    reads no proxy or certificate settings from the environment; each :func:`probe`
-    bounds its own requests.  Close it (``async with``) when done.
-    """
-    return ProbeClient(
-        verify=_ssl_verify(verify=verify), connections_per_server=len(PROBE_ROUTES) + 1
-    )
+def _no_password() -> bytes:
+    """OpenSSL's callback for an encrypted key: no password (it would prompt otherwise)."""
+    return b""
 
 
-def _check_client(client: object) -> None:
-    """Refuse a client that could change a request after the route check."""
-    if isinstance(client, ProbeClient):
-        return
-    import httpx
+def _load_client_certificate(context: ssl.SSLContext, certificate: str, key: str | None) -> None:
+    from vllm_evidence.capture._files import read_named_file
 
-    if not isinstance(client, httpx.AsyncClient):
-        msg = "client must be a ProbeClient (new_client()) or an httpx.AsyncClient"
-        raise InputError(msg)
-    if client.auth is not None or client.event_hooks["request"]:
+    # Checked first as files this process may read (regular, bounded): OpenSSL's own
+    # read of a FIFO would block.
+    read_named_file(certificate, _CA_FILE_LIMIT, what="client certificate")
+    if key is not None:
+        read_named_file(key, _CA_FILE_LIMIT, what="client key")
+    try:
+        context.load_cert_chain(certificate, key, password=_no_password)
+    except (OSError, ssl.SSLError) as exc:
         msg = (
-            "the probe's client must have no auth and no request hooks: either could "
-            "change a request after its line is checked against the closed route set "
-            "(use vllm_evidence.capture.http.new_client())"
+            f"cannot load the client certificate from {certificate}"
+            f"{'' if key is None else f' and {key}'}: {exc} (the key goes in the same file "
+            "or in client_key; an encrypted key is not read)"
         )
+        raise InputError(msg) from None
+
+
+def _tls(settings: ProbeSettings) -> bool | ssl.SSLContext:
+    """What the session's connections verify with: a bool (the context built on the
+    first ``https`` target) or a context built now (a CA file, a client certificate)."""
+    verify = settings.verify
+    if isinstance(verify, ssl.SSLContext):
+        return verify
+    certificate = settings.client_certificate
+    if certificate is None:
+        return verify if isinstance(verify, bool) else _ca_context(verify)
+    context = _ca_context(verify) if isinstance(verify, str) else default_context(verify=verify)
+    _load_client_certificate(context, certificate, settings.client_key)
+    return context
+
+
+def _check_key(api_key: object) -> None:
+    if api_key is not None and not (isinstance(api_key, str) and _TOKEN_RE.fullmatch(api_key)):
+        msg = "the API key must be printable ASCII without spaces (its value is not shown)"
         raise InputError(msg)
+
+
+def _exactly(value: object, kind: type) -> bool:
+    return type(value) is kind
+
+
+# -- the probe -------------------------------------------------------------------------
+
+
+@final
+class ProbeSession:
+    """The probe's connections for a run of probes, made and owned here: one TLS context,
+    each server's connections kept alive for its probe and closed when the last probe of
+    it ends (what is open is bounded by the servers being read, at most
+    :data:`CONNECTIONS_PER_PROBE` sockets each: keep ``settings.concurrency`` times that
+    within the process's open-file limit).
+
+    It takes :class:`ProbeSettings` (the same for every probe of the run) and a
+    :class:`BodyBudget` every probe of the run shares, and nothing that writes or reads
+    bytes.  At most ``settings.concurrency`` probes read at once; more wait their turn.
+    The connections carry no API key (each probe's requests carry their own), keep no
+    cookie, follow no redirect and read no proxy or certificate settings from the
+    environment.  A CA file and a client certificate are read here
+    (:class:`InputError` if one cannot be).  A session belongs to one event loop; use it
+    as an async context manager (or :meth:`aclose` it).
+    """
+
+    def __init__(
+        self, settings: ProbeSettings | None = None, *, body_budget: BodyBudget | None = None
+    ) -> None:
+        chosen = ProbeSettings() if settings is None else settings
+        if not _exactly(chosen, ProbeSettings):
+            msg = "settings must be a ProbeSettings"
+            raise InputError(msg)
+        if body_budget is not None and not _exactly(body_budget, BodyBudget):
+            msg = "body_budget must be a BodyBudget"
+            raise InputError(msg)
+        self._settings = chosen
+        self._budget = body_budget
+        self._client = ProbeClient(
+            verify=_tls(chosen), connections_per_server=len(PROBE_ROUTES) + 1
+        )
+        for _, value in chosen.headers:
+            remember(value)  # scrubbed from whatever a server reflects, as a key is
+        self._routes = tuple(
+            r
+            for r in PROBE_ROUTES
+            if r is not Route.METRICS and (r in _CORE_ROUTES or chosen.development_routes)
+        )
+        self._slots: asyncio.Semaphore | None = None
+        self._closed = False
+
+    @property
+    def settings(self) -> ProbeSettings:
+        """The settings every probe of this session reads with."""
+        return self._settings
+
+    @property
+    def open_servers(self) -> int:
+        """How many servers have connections kept alive now."""
+        return self._client.open_servers
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else f"{self.open_servers} servers open"
+        return f"ProbeSession({self._settings!r}, {state})"
+
+    async def __aenter__(self) -> ProbeSession:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Close every connection; the session takes no more probes."""
+        self._closed = True
+        await self._client.aclose()
+
+    async def probe(self, url: str, *, api_key: str | None = None) -> CaptureBatch:
+        """Read one front door with this session's settings and connections (what
+        :func:`probe` describes), its requests carrying ``api_key`` when given."""
+        target = clean_target(url)
+        _check_key(api_key)
+        if self._closed:
+            msg = "this probe session is closed"
+            raise InputError(msg)
+        settings = self._settings
+        headers = [
+            ("Accept", "*/*"),
+            ("Accept-Encoding", "identity"),
+            ("User-Agent", "vllm-evidence"),
+            *settings.headers,
+        ]
+        if api_key is not None:
+            headers.append(("Authorization", f"Bearer {api_key}"))
+            # A server may reflect the key anywhere: nothing this process renders or
+            # saves from now on carries it (vllm_evidence._scrub).
+            remember(api_key)
+        secrets = tuple(secret for secret in (api_key, *(v for _, v in settings.headers)) if secret)
+        if self._slots is None:
+            self._slots = asyncio.Semaphore(settings.concurrency)
+        async with self._slots:
+            # Its part of the budget is opened once it reads, never while it waits for
+            # its turn: the oldest probe in progress must be one that is reading.
+            if self._budget is None:
+                return await self._read(target, headers, secrets, None)
+            # The four /metrics reads and the routes: this probe's worst case (refused
+            # before any request when the budget is smaller).
+            requests = 4 + len(self._routes)
+            claim = self._budget._open(requests, _reservation(settings.max_body_bytes, secrets))
+            share = self._budget, claim
+            try:
+                batch = await self._read(target, headers, secrets, share)
+            except BaseException:
+                self._budget._abandon(claim)
+                raise
+            self._budget._finish(claim, batch)
+            return batch
+
+    async def _read(
+        self,
+        target: str,
+        headers: list[tuple[str, str]],
+        secrets: tuple[str, ...],
+        share: tuple[BodyBudget, _Claim] | None,
+    ) -> CaptureBatch:
+        settings = self._settings
+        layer = _RouteClient(
+            self._client,
+            target,
+            max_body_bytes=settings.max_body_bytes,
+            timeout_s=settings.timeout,
+            deadline=time.monotonic() + settings.deadline,
+            headers=headers,
+            secrets=secrets,
+            body_budget=share,
+        )
+        address = server_address(target)
+        self._client.acquire(address)
+        try:
+            opening = await layer.get(Route.METRICS, ExchangeRole.BRACKET_OPEN)
+            opening_twin = await layer.get(Route.METRICS, ExchangeRole.BRACKET_OPEN, via="new")
+            middle = await asyncio.gather(*(layer.get(r) for r in self._routes))
+            closing = await layer.get(Route.METRICS, ExchangeRole.BRACKET_CLOSE)
+            closing_twin = await layer.get(Route.METRICS, ExchangeRole.BRACKET_CLOSE, via="same")
+        finally:
+            self._client.release(address)
+        return _new_batch(
+            batch_id=uuid.uuid4().hex,
+            target=target,
+            bracket_open=opening,
+            exchanges=tuple(middle),
+            bracket_close=closing,
+            bracket_open_twin=opening_twin,
+            bracket_close_twin=closing_twin,
+            origin=CaptureOrigin.PROBED,
+        )
 
 
 async def probe(
@@ -610,7 +895,9 @@ async def probe(
     development_routes: bool = True,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     verify: bool | str | ssl.SSLContext = True,
-    client: ProbeClient | httpx.AsyncClient | None = None,
+    client_certificate: str | None = None,
+    client_key: str | None = None,
+    headers: Mapping[str, str] | Iterable[tuple[str, str]] = (),
     body_budget: BodyBudget | None = None,
 ) -> CaptureBatch:
     """Read one front door: ``/metrics`` twice, the other routes concurrently, ``/metrics`` twice.
@@ -623,107 +910,35 @@ async def probe(
     different ``process_start_time_seconds`` are several processes behind one URL, and
     the front-door join refuses them by name (``several_processes``).
 
-    ``timeout`` bounds each request and ``deadline`` the whole batch (seconds).
-    ``development_routes`` adds ``/server_info`` (both forms) and ``/get_world_size``.
-    ``verify`` is TLS certificate verification (on by default; a CA file or directory or
-    an :class:`ssl.SSLContext` for a private CA).  ``client`` is an
-    :class:`httpx.AsyncClient` shared with other probes of the same run (best made by
-    :func:`new_client`, whose ``verify`` then applies instead; any other must have no
-    auth and no request hooks); without one, a client is made for this probe and closed.
-    ``body_budget`` is a :class:`BodyBudget` shared by every probe of a run: the bytes of
-    their bodies held at once stay within it (a request waits, before it is sent, until
-    it fits); the caller gives each returned batch's bytes back with
-    :meth:`BodyBudget.release` once done with it.  The returned batch carries its
-    request log: :meth:`CaptureBatch.request_lines` is ``(method, path)`` of every
-    request put on the wire.  Raises :class:`InputError` for
-    a URL that is not one; every other failure is an exchange's outcome, never an
-    exception.
+    ``api_key`` goes in an ``Authorization: Bearer`` header.  ``timeout``, ``deadline``,
+    ``development_routes``, ``max_body_bytes``, ``verify``, ``client_certificate``,
+    ``client_key`` and ``headers`` are the :class:`ProbeSettings` of the same names.
+    ``body_budget`` is a :class:`BodyBudget` shared by every probe of a run: the bytes
+    of their bodies held at once stay within it (a request waits, before it is sent,
+    until it fits); the caller gives each returned batch's bytes back with
+    :meth:`BodyBudget.release` once done with it.  The connections are the probe's own,
+    opened for this probe and closed after it; to read many servers with one TLS
+    context and connections kept per server, use a :class:`ProbeSession`.
+
+    The returned batch carries its request log: :meth:`CaptureBatch.request_lines` is
+    ``(method, path)`` of every request put on the wire.  Raises :class:`InputError` for
+    a URL that is not one or a setting that is not one; every other failure is an
+    exchange's outcome, never an exception.
     """
-    target = clean_target(url)
-    if not all(math.isfinite(v) and v > 0 for v in (timeout, deadline, max_body_bytes)):
-        msg = "timeout, deadline and max_body_bytes must be positive finite numbers"
-        raise InputError(msg)
-    headers = {"Accept": "*/*", "Accept-Encoding": "identity", "User-Agent": "vllm-evidence"}
-    if api_key is not None and not _TOKEN_RE.fullmatch(api_key):
-        msg = "the API key must be printable ASCII without spaces (its value is not shown)"
-        raise InputError(msg)
-    if api_key is not None:
-        headers["Authorization"] = f"Bearer {api_key}"
-        # A server may reflect the key anywhere: nothing this process renders or saves
-        # from now on carries it (vllm_evidence._scrub).
-        remember(api_key)
-    if client is not None:
-        _check_client(client)
-    routes = [
-        r
-        for r in PROBE_ROUTES
-        if r is not Route.METRICS and (r in _CORE_ROUTES or development_routes)
-    ]
-    secrets = () if api_key is None else (api_key,)
-    share: tuple[BodyBudget, _Claim] | None = None
-    if body_budget is not None:
-        # The four /metrics reads and the routes: this probe's worst case.
-        requests = 4 + len(routes)
-        share = body_budget, body_budget._open(requests, _reservation(max_body_bytes, secrets))
-    end = time.monotonic() + deadline
-
-    async def read(shared: ProbeClient | httpx.AsyncClient) -> CaptureBatch:
-        layer = RouteClient(
-            shared,
-            target,
-            max_body_bytes=max_body_bytes,
-            timeout_s=timeout,
-            deadline=end,
-            headers=headers,
-            secrets=secrets,
-            body_budget=share,
-        )
-        opening = await layer.get(Route.METRICS, ExchangeRole.BRACKET_OPEN)
-        opening_twin = await layer.get(Route.METRICS, ExchangeRole.BRACKET_OPEN, via="new")
-        middle = await asyncio.gather(*(layer.get(r) for r in routes))
-        closing = await layer.get(Route.METRICS, ExchangeRole.BRACKET_CLOSE)
-        closing_twin = await layer.get(Route.METRICS, ExchangeRole.BRACKET_CLOSE, via="same")
-        return _new_batch(
-            batch_id=uuid.uuid4().hex,
-            target=target,
-            bracket_open=opening,
-            exchanges=tuple(middle),
-            bracket_close=closing,
-            bracket_open_twin=opening_twin,
-            bracket_close_twin=closing_twin,
-            origin=CaptureOrigin.PROBED,
-        )
-
-    if share is None:
-        return await _read_with(read, client, target, verify=verify)
-    try:
-        batch = await _read_with(read, client, target, verify=verify)
-    except BaseException:
-        share[0]._abandon(share[1])
-        raise
-    share[0]._finish(share[1], batch)
-    return batch
-
-
-async def _read_with(
-    read: Callable[[ProbeClient | httpx.AsyncClient], Awaitable[CaptureBatch]],
-    client: ProbeClient | httpx.AsyncClient | None,
-    target: str,
-    *,
-    verify: bool | str | ssl.SSLContext,
-) -> CaptureBatch:
-    """``read`` through ``client``, or a client of its own (made and closed here)."""
-    if client is None:
-        async with new_client(verify=verify) as own:
-            return await read(own)
-    if not isinstance(client, ProbeClient):
-        return await read(client)
-    address = server_address(target)
-    client.acquire(address)
-    try:
-        return await read(client)
-    finally:
-        client.release(address)
+    target = clean_target(url)  # a string that is not a URL: refused before anything
+    settings = ProbeSettings(
+        timeout=timeout,
+        deadline=deadline,
+        development_routes=development_routes,
+        max_body_bytes=max_body_bytes,
+        verify=verify,
+        client_certificate=client_certificate,
+        client_key=client_key,
+        headers=headers,
+        concurrency=1,
+    )
+    async with ProbeSession(settings, body_budget=body_budget) as session:
+        return await session.probe(target, api_key=api_key)
 
 
 def probe_sync(
@@ -735,11 +950,12 @@ def probe_sync(
     development_routes: bool = True,
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES,
     verify: bool | str | ssl.SSLContext = True,
-    client: ProbeClient | httpx.AsyncClient | None = None,
+    client_certificate: str | None = None,
+    client_key: str | None = None,
+    headers: Mapping[str, str] | Iterable[tuple[str, str]] = (),
 ) -> CaptureBatch:
     """:func:`probe`, run to completion on a fresh event loop (same parameters, same
-    batch with its :meth:`~CaptureBatch.request_lines`).  A shared ``client`` must not
-    have been used on another event loop."""
+    batch with its :meth:`~CaptureBatch.request_lines`)."""
     return asyncio.run(
         probe(
             url,
@@ -749,6 +965,8 @@ def probe_sync(
             development_routes=development_routes,
             max_body_bytes=max_body_bytes,
             verify=verify,
-            client=client,
+            client_certificate=client_certificate,
+            client_key=client_key,
+            headers=headers,
         )
     )

@@ -1,11 +1,16 @@
 """A saved capture's ``manifest.json``: its types, its seal and its signature.
 
-The manifest (schema ``vllm-evidence/capture-manifest/2``) covers every entry and every
+The manifest (schema ``vllm-evidence/capture-manifest/3``) covers every entry and every
 file of a capture directory: each body and headers file has its SHA-256 and size, and the
 ``seal`` holds the SHA-256 of the *canonical manifest* (the document without its seal, as
-compact JSON with sorted keys) and, when the capture was saved with a key, an HMAC-SHA256
-of the same bytes with the key's id (the first 8 hex digits of the key's SHA-256).
-:mod:`vllm_evidence.capture.directory` writes and reads the files it lists.
+compact JSON with sorted keys) and, when the capture was saved with a key, a signature
+of the same bytes with the key's id: Ed25519 (:mod:`vllm_evidence.capture.signing`, the
+package's one signing mechanism), verified with the public key, which cannot sign.
+
+A ``capture-manifest/2`` manifest (saved before) is still read: unsigned, or signed with
+an HMAC-SHA256 under a shared key (its :class:`Signature`), verified with that key.  No
+capture is signed with an HMAC any more.  :mod:`vllm_evidence.capture.directory` writes
+and reads the files the manifest lists.
 """
 
 from __future__ import annotations
@@ -21,13 +26,21 @@ import cattrs
 
 from vllm_evidence._converter import converter
 from vllm_evidence.capture._files import integrity
-from vllm_evidence.capture._signing import ALGORITHM, canonical, key_id, sign, signature_matches
 from vllm_evidence.capture.batch import (
     CaptureBatch,
     Exchange,
     ExchangeRole,
     ProvenanceKind,
     Transport,
+)
+from vllm_evidence.capture.signing import (
+    ED25519,
+    HMAC_SHA256,
+    SigningKey,
+    VerificationKey,
+    canonical,
+    hmac_key_id,
+    hmac_matches,
 )
 from vllm_evidence.errors import InputError
 
@@ -38,8 +51,10 @@ __all__ = [
     "MAX_MANIFEST_BYTES",
     "MAX_MANIFEST_DEPTH",
     "OLD_SCHEMAS",
+    "READ_SCHEMAS",
     "STARTUP_LOG",
     "TWIN_SUFFIX",
+    "Ed25519Signature",
     "Manifest",
     "ManifestEntry",
     "SavedLog",
@@ -47,7 +62,7 @@ __all__ = [
     "Signature",
     "build_manifest",
     "headers_text",
-    "key_id",
+    "hmac_key_id",
     "manifest_document",
     "manifest_json",
     "parse_manifest",
@@ -59,8 +74,11 @@ __all__ = [
 MANIFEST = "manifest.json"
 
 
-MANIFEST_SCHEMA = "vllm-evidence/capture-manifest/2"
+MANIFEST_SCHEMA = "vllm-evidence/capture-manifest/3"
 
+#: The schemas read: ``/2`` (unsigned, or HMAC-signed: :class:`Signature`) and ``/3``
+#: (unsigned, or Ed25519-signed: :class:`Ed25519Signature`).
+READ_SCHEMAS = ("vllm-evidence/capture-manifest/2", MANIFEST_SCHEMA)
 
 OLD_SCHEMAS = ("vllm-evidence/capture-manifest/1",)
 
@@ -139,8 +157,21 @@ class SavedLog:
 
 
 @attrs.frozen(kw_only=True)
+class Ed25519Signature:
+    """An Ed25519 signature of the canonical manifest (``/3``), by the key named by
+    ``key_id`` (:attr:`~vllm_evidence.capture.signing.VerificationKey.key_id`)."""
+
+    algorithm: str
+    """Always ``"ed25519"``."""
+    key_id: str
+    ed25519: str
+    """128 lower-case hex digits."""
+
+
+@attrs.frozen(kw_only=True)
 class Signature:
-    """An HMAC-SHA256 of the canonical manifest, under the key named by ``key_id``."""
+    """An HMAC-SHA256 of the canonical manifest, under the key named by ``key_id``: how a
+    ``capture-manifest/2`` capture was signed (read, never written any more)."""
 
     algorithm: str
     key_id: str
@@ -152,12 +183,12 @@ class Seal:
     """The canonical manifest's SHA-256, and its signature when saved with a key."""
 
     canonical_sha256: str
-    signature: Signature | None
+    signature: Ed25519Signature | Signature | None
 
 
 @attrs.frozen(kw_only=True)
 class Manifest:
-    """``manifest.json`` of a saved capture (schema ``vllm-evidence/capture-manifest/2``).
+    """``manifest.json`` of a saved capture (schema ``vllm-evidence/capture-manifest/3``).
 
     Written and read by the package's converter: cattrs checks every field's JSON type
     on the way in (a wrong one is an :class:`InputError` naming the field), and
@@ -196,14 +227,35 @@ def _entry(exchange: Exchange, *, twin: bool = False) -> ManifestEntry:
 
 
 def manifest_document(
-    capture: CaptureBatch, *, startup_log: SavedLog | None = None, sign_key: bytes | None = None
+    capture: CaptureBatch,
+    *,
+    startup_log: SavedLog | None = None,
+    sign_key: SigningKey | None = None,
 ) -> dict[str, Any]:
-    """The ``manifest.json`` document of ``capture`` (what :func:`save` writes), sealed."""
+    """The ``manifest.json`` document of ``capture`` (what :func:`save` writes), sealed
+    (and signed with ``sign_key``, an Ed25519 :class:`~vllm_evidence.capture.signing.
+    SigningKey`)."""
     return manifest_json(build_manifest(capture, startup_log, sign_key))
 
 
+def check_signing_key(sign_key: object) -> SigningKey | None:
+    """``sign_key`` when it is ``None`` or a :class:`~vllm_evidence.capture.signing.
+    SigningKey`; an :class:`InputError` otherwise (an HMAC key no longer signs)."""
+    if sign_key is None or isinstance(sign_key, SigningKey):
+        return sign_key
+    if isinstance(sign_key, bytes | bytearray):
+        msg = (
+            "a capture is signed with an Ed25519 SigningKey (read_signing_key(KEY.pem)), "
+            "no longer with an HMAC key: a key that verifies would sign as well; captures "
+            "saved with an HMAC key are still read (verify_key=the same bytes)"
+        )
+        raise InputError(msg)
+    msg = f"sign_key must be a SigningKey (read_signing_key), not {type(sign_key).__name__}"
+    raise InputError(msg)
+
+
 def build_manifest(
-    capture: CaptureBatch, startup_log: SavedLog | None, sign_key: bytes | None
+    capture: CaptureBatch, startup_log: SavedLog | None, sign_key: SigningKey | None
 ) -> Manifest:
     unsealed = Manifest(
         schema=MANIFEST_SCHEMA,
@@ -219,15 +271,12 @@ def build_manifest(
         ],
         startup_log=startup_log,
     )
+    key = check_signing_key(sign_key)
     covered = canonical(manifest_json(unsealed), without="seal")
     signature = (
         None
-        if sign_key is None
-        else Signature(
-            algorithm=ALGORITHM,
-            key_id=key_id(sign_key),
-            hmac_sha256=sign(covered, sign_key),
-        )
+        if key is None
+        else Ed25519Signature(algorithm=ED25519, key_id=key.key_id, ed25519=key.sign(covered))
     )
     seal = Seal(canonical_sha256=hashlib.sha256(covered).hexdigest(), signature=signature)
     return attrs.evolve(unsealed, seal=seal)
@@ -288,10 +337,20 @@ def _structure(directory: Path, document: object) -> Manifest:
     return manifest
 
 
+def _key_name(key: VerificationKey | bytes) -> str:
+    return key.key_id if isinstance(key, VerificationKey) else hmac_key_id(key)
+
+
 def seal_kind(
-    directory: Path, document: dict[str, Any], manifest: Manifest, verify_key: bytes | None
+    directory: Path,
+    document: dict[str, Any],
+    manifest: Manifest,
+    verify_key: VerificationKey | bytes | None,
 ) -> ProvenanceKind:
-    """Check the seal (and the signature under ``verify_key``); what the manifest proves."""
+    """Check the seal (and the signature under ``verify_key``); what the manifest proves.
+
+    ``verify_key`` is the signer's :class:`~vllm_evidence.capture.signing.VerificationKey`
+    for an Ed25519 signature, or the HMAC key bytes a ``/2`` capture was signed with."""
     where = directory / MANIFEST
     seal = manifest.seal
     if seal is None:
@@ -300,29 +359,69 @@ def seal_kind(
     if hashlib.sha256(covered).hexdigest() != seal.canonical_sha256:
         raise integrity(where, "the manifest does not match its seal (canonical_sha256)")
     signature = seal.signature
+    ed25519 = isinstance(signature, Ed25519Signature)
+    if signature is not None and ed25519 != (manifest.schema == MANIFEST_SCHEMA):
+        raise integrity(where, f"a {manifest.schema} manifest signed with {signature.algorithm!r}")
     if verify_key is None:
         return ProvenanceKind.UNSIGNED if signature is None else ProvenanceKind.SIGNATURE_UNVERIFIED
     if signature is None:
         raise integrity(
-            where, f"unsigned, but a signature by key id {key_id(verify_key)} is required"
+            where, f"unsigned, but a signature by key id {_key_name(verify_key)} is required"
         )
-    if signature.algorithm != ALGORITHM:
-        raise integrity(where, f"signed with {signature.algorithm!r}, not {ALGORITHM}")
-    if signature.key_id != key_id(verify_key):
+    if isinstance(signature, Ed25519Signature):
+        return _ed25519_kind(where, covered, signature, verify_key)
+    return _hmac_kind(where, covered, signature, verify_key)
+
+
+def _ed25519_kind(
+    where: Path, covered: bytes, signature: Ed25519Signature, verify_key: VerificationKey | bytes
+) -> ProvenanceKind:
+    if signature.algorithm != ED25519:
+        raise integrity(where, f"signed with {signature.algorithm[:40]!r}, not {ED25519}")
+    if not isinstance(verify_key, VerificationKey):
+        msg = (
+            f"{where}: signed with Ed25519 by key id {signature.key_id}: verify it with the "
+            "signer's public key (a VerificationKey, --verify-key PUBLIC.pem), not an HMAC key"
+        )
+        raise InputError(msg)
+    if signature.key_id != verify_key.key_id:
         raise integrity(
             where,
-            f"signed by key id {signature.key_id}, not by the key given ({key_id(verify_key)})",
+            f"signed by key id {signature.key_id[:40]}, not by the key given ({verify_key.key_id})",
         )
-    if not signature_matches(covered, verify_key, signature.hmac_sha256):
+    if not verify_key.verifies(covered, signature.ed25519):
+        raise integrity(where, f"the signature by key id {signature.key_id} does not verify")
+    return ProvenanceKind.SIGNED
+
+
+def _hmac_kind(
+    where: Path, covered: bytes, signature: Signature, verify_key: VerificationKey | bytes
+) -> ProvenanceKind:
+    if signature.algorithm != HMAC_SHA256:
+        raise integrity(where, f"signed with {signature.algorithm[:40]!r}, not {HMAC_SHA256}")
+    if not isinstance(verify_key, bytes):
+        msg = (
+            f"{where}: a capture saved before Ed25519 signatures, signed with an HMAC-SHA256 "
+            f"key (key id {signature.key_id[:40]}): verify it with that key's bytes "
+            "(--verify-key-env VAR holding it), not a public key"
+        )
+        raise InputError(msg)
+    if signature.key_id != hmac_key_id(verify_key):
+        raise integrity(
+            where,
+            f"signed by key id {signature.key_id[:40]}, not by the key given "
+            f"({hmac_key_id(verify_key)})",
+        )
+    if not hmac_matches(covered, verify_key, signature.hmac_sha256):
         raise integrity(where, f"the signature by key id {signature.key_id} does not verify")
     return ProvenanceKind.SIGNED
 
 
 def parse_manifest(raw: bytes, directory: Path) -> tuple[Manifest, dict[str, Any]]:
     """``manifest.json``'s bytes as a :class:`Manifest` and the document its seal covers:
-    UTF-8, JSON nested at most :data:`MAX_MANIFEST_DEPTH` deep, no key twice, the
-    current schema (a ``/1`` manifest is refused with a note), every field's type
-    checked.  Anything else is an :class:`InputError` naming the manifest."""
+    UTF-8, JSON nested at most :data:`MAX_MANIFEST_DEPTH` deep, no key twice, a schema
+    read (:data:`READ_SCHEMAS`; a ``/1`` manifest is refused with a note), every field's
+    type checked.  Anything else is an :class:`InputError` naming the manifest."""
     where = directory / MANIFEST
     try:
         text = raw.decode("utf-8")
@@ -341,7 +440,7 @@ def parse_manifest(raw: bytes, directory: Path) -> tuple[Manifest, dict[str, Any
             "as a historical bundle with --bodies after moving manifest.json aside"
         )
         raise InputError(msg)
-    if not isinstance(document, dict) or schema != MANIFEST_SCHEMA:
-        msg = f"{where}: not a {MANIFEST_SCHEMA} manifest"
+    if not isinstance(document, dict) or schema not in READ_SCHEMAS:
+        msg = f"{where}: not a {' or '.join(READ_SCHEMAS)} manifest"
         raise InputError(msg)
     return _structure(directory, document), document

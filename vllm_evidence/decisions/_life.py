@@ -16,9 +16,20 @@ its evidence, each named by the earliest line that says so:
   is refused, and a 200 from ``/health`` is inside the monitor's window (the release's
   health law states it), so health coverage is refused too.
 
+The log says so by a line; the launcher's own process tree
+(:class:`~vllm_evidence.adapters.process_tree.ProcessTree`, given to
+:func:`~vllm_evidence.assessment.assess` as ``process_tree``) says so *before* any line
+does: a worker the log names whose process is gone from the tree is its rank lost
+(``rank_lost``, for what needs every worker), an engine core gone is the engine dead
+(``engine_dead``, for what needs a live engine) — this round, ahead of ``/health``
+(:func:`~vllm_evidence.readback.processes.lost_processes`).  A line that already says it
+is the earlier evidence and is named first.
+
 The log counts only where it speaks for the subject: with a log alone (the launch), or
 with a front door the log is joined to.  A log not joined to the front door says nothing
-about the serving process, alive or dead.
+about the serving process, alive or dead; nor, then, does the tree (its pids are named by
+that log), nor a tree that is not the launch's own
+(:meth:`~vllm_evidence.readback.evidence.Evidence.launch_tree`).
 """
 
 from __future__ import annotations
@@ -28,6 +39,7 @@ import enum
 from vllm_evidence.adapters.startup_log import Launch, LifeEvent
 from vllm_evidence.readback.evidence import Evidence, parsed
 from vllm_evidence.readback.parallel import ResolvedParallel, resolve_from_log
+from vllm_evidence.readback.processes import ProcessRole, lost_processes
 from vllm_evidence.upstream import HealthFailureLaw, ReleaseLaws, laws_for
 
 __all__ = ["Needs", "life_gate", "lost_rank_text"]
@@ -89,7 +101,35 @@ def life_gate(evidence: Evidence, needs: Needs, *, log_speaks: bool) -> LifeGate
     dead = _health_says_dead(evidence)
     if dead is not None:
         return ("engine_dead", dead, "restart the server")
-    return None
+    return _gone_from_tree(evidence, launch, needs)
+
+
+def _gone_from_tree(evidence: Evidence, launch: Launch | None, needs: Needs) -> LifeGate | None:
+    """The earliest-named process the claim needs that the launch's own process tree no
+    longer holds: an engine core (``engine_dead``), or, for what needs every worker, a
+    worker too (``rank_lost``)."""
+    tree = None if launch is None else evidence.launch_tree()
+    if launch is None or tree is None:
+        return None
+    lost = [
+        p
+        for p in lost_processes(launch, tree)
+        if needs is Needs.EVERY_WORKER or p.role is ProcessRole.ENGINE_CORE
+    ]
+    if not lost:
+        return None
+    first = lost[0]
+    if first.role is ProcessRole.ENGINE_CORE:
+        return (
+            "engine_dead",
+            f"{first.detail}; nothing the engine served is there any more",
+            "restart the server",
+        )
+    return (
+        "rank_lost",
+        first.detail + _health_window(evidence),
+        "restart the server; a rank lost is not present again until a new launch",
+    )
 
 
 def lost_rank_text(launch: Launch, death: LifeEvent) -> str:

@@ -16,10 +16,19 @@ without a verified signature, an evidence document); the front door gives no obs
 incarnation marker (unreachable, only errors, caller-assembled bodies, the marker
 absent, several processes behind its URL, or processes not counted in a capture saved
 before the twin reads) or restarted during the batch; no
-witness; a witness whose log is incomplete (the launcher could not write it past some
-byte); a witness without a start time (no ``/proc`` where it ran); and the witness's
+witness; a witness that is not the launcher's own — unsigned, signed but read without
+the launcher's public key, signed by another key, or a signature that does not verify
+(an edited receipt: its start time set to the value the front door shows, say); a
+witness whose log is incomplete (the launcher could not write it past some byte); a
+witness without a start time (no ``/proc`` where it ran); and the witness's
 contradictions (start time, log digest, launch, pid).  This decision is the only way
 log evidence reaches a claim about the serving process.
+
+A receipt counts only when its signature verified under the key the reader gave
+(:func:`~vllm_evidence.adapters.receipt.read_launch_receipt` ``verification_key=``), or
+when the launcher built it in its own process from what it observed of its own child
+(the gate, ``vllm-evidence launch --serve``): by construction, no receipt crossed.  A
+receipt anyone could have written joins nothing.
 """
 
 from __future__ import annotations
@@ -32,7 +41,7 @@ import attrs
 
 from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.adapters.outcome import NotFound, Parsed
-from vllm_evidence.adapters.receipt import LaunchReceipt
+from vllm_evidence.adapters.receipt import LaunchReceipt, ReceiptAuthentication
 from vllm_evidence.capture.batch import CaptureOrigin
 from vllm_evidence.decisions._common import refusal_summary
 from vllm_evidence.decisions.join import (
@@ -70,8 +79,8 @@ class LogJoinReason(enum.Enum):
     registered)."""
     PORT_CONTRADICTED = "port_contradicted"
     """The launch's API server was given another port than the one probed, and no
-    receipt was given (with one, its start time decides: a port forward or a proxy may
-    stand between, and the joined arm says so)."""
+    authenticated receipt was given (with one, its start time decides: a port forward or
+    a proxy may stand between, and the joined arm says so)."""
     CAPTURE_UNVERIFIED = "capture_unverified"
     """The front door's bytes were loaded (a saved capture or an evidence document) and
     nothing verified them: anyone could have edited the marker and recomputed the seal.
@@ -87,6 +96,17 @@ class LogJoinReason(enum.Enum):
     """The marker changed during the batch: there is no one process to join."""
     NO_WITNESS = "no_witness"
     """No launch receipt: nothing observed ties the log to the process."""
+    WITNESS_UNSIGNED = "witness_unsigned"
+    """The receipt carries no signature (a ``/1`` or ``/2`` receipt, or a launch given no
+    signing key): anyone can write such a file, so it joins nothing."""
+    WITNESS_UNVERIFIED = "witness_unverified"
+    """The receipt is signed, but it was read without the launcher's public key: its
+    signature was not checked, so it joins nothing."""
+    WITNESS_OTHER_KEY = "witness_other_key"
+    """The receipt is signed by another key than the launcher's public key given."""
+    WITNESS_SIGNATURE_INVALID = "witness_signature_invalid"
+    """The receipt names the given key, but its signature does not verify: it was edited
+    after the launcher signed it (its start time set to another process's), or forged."""
     LOG_INCOMPLETE = "log_incomplete"
     """The receipt says the launcher could not write the log past some byte (its
     ``log_write_failure``): the log is not the whole of what the launch printed — a
@@ -107,8 +127,10 @@ class LogJoinReason(enum.Enum):
 @final
 @attrs.frozen(init=False, repr=False)
 class LogJoined(Sealed):
-    """The log's launch is the process behind the front door: the receipt's start time
-    was observed on the front door, its digest is the log's, its pid the launch's."""
+    """The log's launch is the process behind the front door: the receipt is the
+    launcher's own (its signature verified, or observed in process by the gate), its
+    start time was observed on the front door, its digest is the log's, its pid the
+    launch's."""
 
     __public_constructor__ = "vllm_evidence.decisions.decide_log_join()"
 
@@ -139,10 +161,15 @@ class LogJoined(Sealed):
             else f"pid {self.pid} (the release prints no APIServer pid tags)"
         )
         forward = "" if self.port_note is None else f"; {self.port_note} (a forward or a proxy)"
+        witness = (
+            "the launcher observed its own child in process (no receipt crossed):"
+            if self.receipt.authentication is ReceiptAuthentication.OBSERVED_IN_PROCESS
+            else f"the receipt, signed by key id {self.receipt.signer_key_id} (verified):"
+        )
         return (
-            f"the receipt's start time {_plain(self.process_start_seconds)} is the front door's "
-            f"process_start_time_seconds; its digest of {self.receipt.log_bytes:,} log bytes "
-            f"is the log's; {tags}{forward}"
+            f"{witness} its start time {_plain(self.process_start_seconds)} is the front "
+            f"door's process_start_time_seconds; its digest of {self.receipt.log_bytes:,} log "
+            f"bytes is the log's; {tags}{forward}"
         )
 
     def _repr_summary(self) -> str:
@@ -174,6 +201,11 @@ _mint_joined = minter(LogJoined, LogJoined.__attrs_init__)
 _mint_refused = minter(LogJoinRefused, LogJoinRefused.__attrs_init__)
 
 _OTHER_LOG = "give the startup log of the serving launch, with its launch receipt"
+_GIVE_KEY = (
+    "give the launcher's public key: --receipt-public-key PUBLIC.pem (or "
+    "VLLM_EVIDENCE_RECEIPT_PUBLIC_KEY), read_launch_receipt(path, "
+    "verification_key=read_verification_key(PUBLIC.pem))"
+)
 _REMEDIES = {
     LogJoinReason.NO_LOG: "give the launch's startup log and its receipt (vllm-evidence launch)",
     LogJoinReason.NO_FRONT_DOOR: "none: a log alone establishes claims about its launch only",
@@ -194,6 +226,19 @@ _REMEDIES = {
     LogJoinReason.NO_WITNESS: (
         "start vLLM through `vllm-evidence launch --receipt FILE --log FILE -- vllm serve …` "
         "and give --receipt FILE"
+    ),
+    LogJoinReason.WITNESS_UNSIGNED: (
+        "launch with a signing key (`vllm-evidence launch --receipt-signing-key KEY.pem`, or "
+        "VLLM_EVIDENCE_RECEIPT_SIGNING_KEY), and give its receipt with the public key; or "
+        "run the gate (`vllm-evidence launch --serve`), which needs no receipt"
+    ),
+    LogJoinReason.WITNESS_UNVERIFIED: _GIVE_KEY,
+    LogJoinReason.WITNESS_OTHER_KEY: (
+        "give the public key of the launcher that signed this receipt, or the receipt of "
+        "the launch whose key you trust"
+    ),
+    LogJoinReason.WITNESS_SIGNATURE_INVALID: (
+        "give the receipt exactly as the launcher wrote it (an edited receipt never joins)"
     ),
     LogJoinReason.LOG_INCOMPLETE: (
         "launch again where the log can be written whole (space on its file system, a "
@@ -331,6 +376,45 @@ def _port_contradiction(evidence: Evidence) -> str | None:
     return None
 
 
+def _unauthenticated(receipt: LaunchReceipt) -> tuple[LogJoinReason, str] | None:
+    """Why the receipt is not the launcher's own, or ``None`` when it is."""
+    signer = receipt.signer_key_id
+    given = receipt.verification_key
+    match receipt.authentication:
+        case ReceiptAuthentication.VERIFIED | ReceiptAuthentication.OBSERVED_IN_PROCESS:
+            return None
+        case ReceiptAuthentication.UNSIGNED:
+            return (
+                LogJoinReason.WITNESS_UNSIGNED,
+                (
+                    "the receipt is unsigned: anyone can write one (copy a log's receipt, set "
+                    "its start time to the one /metrics shows), so it joins no log"
+                ),
+            )
+        case ReceiptAuthentication.UNCHECKED:
+            return (
+                LogJoinReason.WITNESS_UNVERIFIED,
+                (
+                    f"the receipt is signed by key id {signer}, but no public key was given to "
+                    "check the signature with: unchecked, it joins no log"
+                ),
+            )
+        case ReceiptAuthentication.OTHER_KEY:
+            shown = "?" if given is None else given.key_id
+            return (
+                LogJoinReason.WITNESS_OTHER_KEY,
+                f"the receipt is signed by key id {signer}, not by the key given ({shown})",
+            )
+        case ReceiptAuthentication.SIGNATURE_INVALID:
+            return (
+                LogJoinReason.WITNESS_SIGNATURE_INVALID,
+                (
+                    f"the receipt's signature by key id {signer} does not verify: it was edited "
+                    "after it was signed, or forged"
+                ),
+            )
+
+
 def decide_log_join(evidence: Evidence) -> LogJoinDecision:
     """Whether the log's launch is the process behind the front door (see the module)."""
     receipt = evidence.receipt
@@ -360,7 +444,7 @@ def decide_log_join(evidence: Evidence) -> LogJoinDecision:
     if configuration is not None:
         return refuse(LogJoinReason.CONFIGURATION_CONTRADICTED, configuration)
     port = _port_contradiction(evidence)
-    if port is not None and receipt is None:
+    if port is not None and (receipt is None or not receipt.authenticated):
         # Without a witness the port is the visible contradiction; with one, the start
         # time decides, and a port forward or a proxy may well stand between.
         return refuse(LogJoinReason.PORT_CONTRADICTED, port)
@@ -387,6 +471,10 @@ def decide_log_join(evidence: Evidence) -> LogJoinDecision:
             "front door (an identical replica prints the same version and configuration)",
             marker,
         )
+    unauthenticated = _unauthenticated(receipt)
+    if unauthenticated is not None:
+        reason, detail = unauthenticated
+        return refuse(reason, detail, marker)
     failure = receipt.log_write_failure
     if failure is not None:
         return refuse(

@@ -34,16 +34,21 @@ from vllm_evidence.decisions._common import (
 from vllm_evidence.decisions._life import Needs
 from vllm_evidence.readback.evidence import Evidence, Source, Subject, log_source, parsed
 from vllm_evidence.readback.parallel import (
+    COMPILE_CACHE_NAMES_DP_ENGINE,
+    SHUTDOWN_KILL_NAMES_DESCENDANTS,
+    GlobalRank,
+    RankAttribution,
     ResolvedParallel,
     attribute,
+    engine_disagreements,
     independent_engines,
+    launch_parallel,
     layout_sizes,
     resolve_from_http,
     resolve_from_log,
     stated_engines,
+    tree_engines,
     unmapped_reasons,
-    worker_tag_rank,
-    worker_tags,
 )
 from vllm_evidence.upstream import (
     Law,
@@ -184,55 +189,44 @@ def _population(
 ) -> tuple[ParallelReason, str, tuple[PresentRank, ...], tuple[int, ...]]:
     """Stage 2 on the launch's worker lines (global ranks in the DP-wide world)."""
     width = configuration.ranks_per_engine
-    present: dict[int, RankObservation] = {}
+    present: dict[int, tuple[RankObservation, GlobalRank]] = {}
     lines: list[RankObservation] = []
     untagged: list[RankObservation] = []
     independent = independent_engines(launch, configuration)
     # Independent engines' workers join worlds of their own: the engine of a bare
-    # (Worker pid=N) comes from that process's own compile-cache lines, or from nothing.
+    # (Worker pid=N) comes from that process's own compile-cache lines, or the shutdown's
+    # force kill of its engine's process tree, or from nothing.
     stated = stated_engines(launch) if independent else {}
-    engine_lines: dict[int, int] = {}
+    trees = tree_engines(launch) if independent else {}
     for obs in launch.ranks:
-        found = attribute(obs, configuration, independent=independent, stated=stated)
+        found = attribute(obs, configuration, independent=independent, stated=stated, trees=trees)
         if found is None:
             if independent and obs.world_size == width:
                 untagged.append(obs)
             continue
-        rank, via = found
         lines.append(obs)
-        if rank not in present:
-            present[rank] = obs
-            if via is not None:
-                engine_lines[rank] = via
-    tag_lines: dict[int, tuple[int, ProcessTag]] = {}
-    unmapped_tags: list[str] = []
+        present.setdefault(found.rank, (obs, found))
     # A worker that printed a rank line is judged by it: its tag adds nothing, and a
-    # tag never overrides what the worker's own world says.
-    with_rank_lines = {r.process.text for r in launch.ranks if r.process is not None}
-    for tag, first_line in worker_tags(launch):
-        if tag.text in with_rank_lines:
-            continue
-        g, line = worker_tag_rank(tag, configuration), first_line
-        said = stated.get(tag.text) if isinstance(stated, dict) else None
-        if g is None and isinstance(said, tuple):
-            # A worker without a rank line, whose own compile-cache lines name its
-            # engine-local rank and DP engine.
-            local, engine, via = said
-            if local < width and engine < configuration.data_parallel_size:
-                g, line = engine * width + local, via
-        if g is None:
-            unmapped_tags.append(tag.text)
-        elif g not in present:
-            tag_lines.setdefault(g, (line, tag))
+    # tag never overrides what the worker's own world says.  The workers seen only by
+    # their tag are read as the log's own derivation reads them (launch_parallel).
+    derived = launch_parallel(launch)
+    tag_lines: dict[int, tuple[int, ProcessTag | None]] = {
+        g.rank: (g.line, g.process)
+        for g in derived.ranks
+        if g.attribution is RankAttribution.WORKER_TAG and g.rank not in present
+    }
+    unmapped_tags = [tag.text for tag, _ in derived.unmapped_tags]
     expected = configuration.expected_ranks()
     ranks = tuple(
         _mint_present(
             data_parallel_rank=g // width,
             rank=g,
-            pid=present[g].pid,
+            pid=present[g][0].pid,
             # Where the global rank was read: the rank line, or the compile-cache line
             # of the same process that named its DP engine.
-            source=log_source(launch, engine_lines.get(g, present[g].line), present[g].process),
+            source=log_source(
+                launch, present[g][1].engine_line or present[g][0].line, present[g][0].process
+            ),
         )
         for g in expected
         if g in present
@@ -240,7 +234,7 @@ def _population(
         _mint_present(
             data_parallel_rank=g // width,
             rank=g,
-            pid=tag_lines[g][1].pid,
+            pid=_pid(tag_lines[g][1]),
             source=log_source(launch, tag_lines[g][0], tag_lines[g][1]),
         )
         for g in expected
@@ -273,15 +267,19 @@ def _population(
     if untagged and missing:
         where = ", ".join(str(obs.line) for obs in untagged[:5])
         pids = sorted({obs.pid for obs in untagged if obs.pid is not None})
-        why = unmapped_reasons(stated)[:3]
+        why = [
+            *unmapped_reasons(stated),
+            *unmapped_reasons(trees),
+            *engine_disagreements([obs.process for obs in untagged], stated, trees),
+        ][:3]
         return (
             ParallelReason.RANKS_UNATTRIBUTED,
             (
                 f"ranks {list(missing)} not attributed: the worker lines of {len(pids)} "
                 f"process(es) in one engine's own world of {width} (line {where}) carry "
-                "no DP engine tag and no compile-cache line of the same process names "
-                "one engine, so which engine each belongs to is not printed"
-                + "".join(f"; {w}" for w in why)
+                "no DP engine tag, and neither a compile-cache line of the same process "
+                "nor the shutdown's force kill of an engine's process tree names one "
+                f"engine, so {_OWN_WORLD}" + "".join(f"; {w}" for w in why)
             ),
             ranks,
             missing,
@@ -316,6 +314,37 @@ def _population(
         ranks,
         missing,
     )
+
+
+_OWN_WORLD = "which engine each belongs to is not printed"
+
+
+def _pid(tag: ProcessTag | None) -> int | None:
+    return tag.pid if tag is not None else None
+
+
+def _engine_remedy(launch: Launch) -> str:
+    """What the launch's release can print that ties a worker of an independent DP engine
+    to its engine (:data:`COMPILE_CACHE_NAMES_DP_ENGINE`,
+    :data:`SHUTDOWN_KILL_NAMES_DESCENDANTS`)."""
+    version = launch.version.version if launch.version is not None else None
+    ways = []
+    if version is not None and COMPILE_CACHE_NAMES_DP_ENGINE.contains(version):
+        ways.append(
+            "run without --enforce-eager, so each worker's compile-cache line names its DP "
+            f"engine (vLLM {COMPILE_CACHE_NAMES_DP_ENGINE})"
+        )
+    if version is not None and SHUTDOWN_KILL_NAMES_DESCENDANTS.contains(version):
+        ways.append(
+            "give the log through the server's shutdown, whose force-kill lines list each "
+            f"engine core's worker processes (vLLM {SHUTDOWN_KILL_NAMES_DESCENDANTS})"
+        )
+    if not ways:
+        return (
+            "none from this log: no line this release is read for ties a worker of an "
+            "independent DP engine to its engine; probe /server_info for the sizes"
+        )
+    return "; or ".join(ways)
 
 
 def decide_parallel(evidence: Evidence) -> ParallelDecision:
@@ -484,6 +513,8 @@ def _decide(evidence: Evidence) -> ParallelDecision:
         ParallelReason.RANKS_UNATTRIBUTED: (
             "run with Ray log deduplication off (RAY_DEDUP_LOGS=0)"
             if "Ray collapsed" in detail
+            else _engine_remedy(launch)
+            if _OWN_WORLD in detail
             else "give a log whose worker lines carry their process tags"
         ),
         ParallelReason.RANKS_MISSING: "a rank never started: look at that worker",

@@ -1,4 +1,4 @@
-"""The assessment's JSON document (schema ``vllm-evidence.assessment/6``).
+"""The assessment's JSON document (schema ``vllm-evidence.assessment/7``).
 
 Built from the typed decisions of one :class:`~vllm_evidence.assessment.Assessment`;
 the keys are a public contract (README, DESIGN §6): change them only with a schema
@@ -9,13 +9,13 @@ version bump and a CHANGELOG entry.  Version 2 added ``subject`` to every decisi
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, get_args
+from typing import Any, cast, get_args
 
 import attrs
 
 from vllm_evidence._converter import converter, register_rendering
 from vllm_evidence.adapters.receipt import LaunchReceipt
-from vllm_evidence.assessment import Assessment, Verdict, verdict
+from vllm_evidence.assessment import REGISTRY, Assessment, Verdict, verdict
 from vllm_evidence.decisions import (
     CapacityDecision,
     CapacityEstablished,
@@ -78,11 +78,11 @@ __all__ = [
     "verdict",
 ]
 
-SCHEMA = "vllm-evidence.assessment/6"
+SCHEMA = "vllm-evidence.assessment/7"
 
 
 def assessment_document(assessment: Assessment) -> AssessmentDocument:
-    """The public JSON document (schema ``vllm-evidence.assessment/6``)."""
+    """The public JSON document (schema ``vllm-evidence.assessment/7``)."""
     document: AssessmentDocument = converter.unstructure(assessment)
     return document
 
@@ -204,7 +204,7 @@ def _capacity_json(d: CapacityDecision) -> CapacityDocument:
             source = d.engines[0].source_kind.value if d.engines else None
             return {
                 "subject": d.subject.value,
-                "verdict": "established",
+                "verdict": verdict(d),
                 "reason": d.reason.value,
                 "detail": d.detail,
                 "remedy": None,
@@ -216,7 +216,7 @@ def _capacity_json(d: CapacityDecision) -> CapacityDocument:
         case CapacityReported():
             return {
                 "subject": d.subject.value,
-                "verdict": "reported",
+                "verdict": verdict(d),
                 "reason": d.reason.value,
                 "detail": d.detail,
                 "remedy": d.remedy,
@@ -228,7 +228,7 @@ def _capacity_json(d: CapacityDecision) -> CapacityDocument:
         case CapacityRefused():
             return {
                 "subject": d.subject.value,
-                "verdict": "refused",
+                "verdict": verdict(d),
                 "reason": d.reason.value,
                 "detail": d.detail,
                 "remedy": d.remedy,
@@ -311,7 +311,7 @@ def _log_join_json(d: LogJoinDecision) -> LogJoinDocument:
     if isinstance(d, LogJoined):
         return {
             "subject": d.subject.value,
-            "verdict": "established",
+            "verdict": verdict(d),
             "reason": d.reason.value,
             "detail": d.detail,
             "remedy": None,
@@ -323,7 +323,7 @@ def _log_join_json(d: LogJoinDecision) -> LogJoinDocument:
     marker = d.process_start_seconds
     return {
         "subject": d.subject.value,
-        "verdict": "refused",
+        "verdict": verdict(d),
         "reason": d.reason.value,
         "detail": d.detail,
         "remedy": d.remedy,
@@ -332,6 +332,16 @@ def _log_join_json(d: LogJoinDecision) -> LogJoinDocument:
         "pid_tagged": None,
         "receipt": receipt,
     }
+
+
+def _decisions_json(assessment: Assessment) -> DecisionsDocument:
+    """Every decision by its claim, in :data:`~vllm_evidence.assessment.REGISTRY` order
+    (each rendered by its arm's hook below)."""
+    decisions: DecisionsDocument = cast(
+        "DecisionsDocument",
+        {spec.name: converter.unstructure(spec.of(assessment)) for spec in REGISTRY},
+    )
+    return decisions
 
 
 def _assessment_json(assessment: Assessment) -> AssessmentDocument:
@@ -355,14 +365,7 @@ def _assessment_json(assessment: Assessment) -> AssessmentDocument:
             "front_door": converter.unstructure(evidence.reported_front_door_version()),
             "startup_log": converter.unstructure(evidence.launch_version()),
         },
-        "decisions": {
-            "parallel": converter.unstructure(assessment.parallel),
-            "capacity": converter.unstructure(assessment.capacity),
-            "served_identity": converter.unstructure(assessment.served_identity),
-            "health_coverage": converter.unstructure(assessment.health_coverage),
-            "front_door_join": converter.unstructure(assessment.front_door_join),
-            "log_join": converter.unstructure(assessment.log_join),
-        },
+        "decisions": _decisions_json(assessment),
         "front_door": None
         if front_door is None
         else {

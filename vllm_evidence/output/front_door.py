@@ -25,12 +25,16 @@ from vllm_evidence.adapters.world_size import WorldSizeProduct
 from vllm_evidence.capture.batch import Exchange, Provenance
 from vllm_evidence.decisions.join import FrontDoorJoinDecision, JoinedIncarnation
 from vllm_evidence.readback import CapturedReadback, HistoricalBundle
+from vllm_evidence.readback.evidence import arm_name
+from vllm_evidence.readback.front_door import route_arms
 
 __all__ = [
     "FrontDoorDocument",
     "FrontDoorObservations",
     "FrontDoorSection",
+    "arm_fields",
     "front_door_document",
+    "route_arms",
     "route_outcomes",
 ]
 
@@ -75,46 +79,36 @@ def front_door_document(
 
 def route_outcomes(readback: CapturedReadback | HistoricalBundle) -> dict[str, dict[str, Any]]:
     """Each route's arm, by route stem, in report order."""
-    routes: dict[str, Outcome[Any]] = {
-        "version": readback.version,
-        "v1_models": readback.models,
-        "metrics": readback.metrics,
-        "health": readback.health,
-        "server_info": readback.server_info,
-        "server_info__config_format_json": readback.server_info_json,
-        "get_world_size": readback.world_size,
-    }
-    return {stem: converter.unstructure(outcome) for stem, outcome in routes.items()}
+    return {arm.route.stem: converter.unstructure(arm) for arm in route_arms(readback)}
+
+
+def arm_fields(outcome: Outcome[Any]) -> tuple[str, tuple[tuple[str, object], ...]]:
+    """A route outcome's arm name (:func:`~vllm_evidence.readback.evidence.arm_name`) and
+    the fields it carries, as the JSON section and the text report both name them."""
+    return arm_name(outcome), _arm_details(outcome)
+
+
+def _arm_details(outcome: Outcome[Any]) -> tuple[tuple[str, object], ...]:
+    match outcome:
+        case b.Parsed() | b.NotFound() | b.NotRequested():
+            return ()
+        case b.Unauthorized(status=status) | b.HttpError(status=status):
+            return (("status", status),)
+        case b.Unparsed(failure=failure):
+            return (("reason", failure.reason),)
+        case b.Redirected(status=status, location=location):
+            return (("status", status), ("location", location))
+        case b.TimedOut(detail=detail) | b.Unreachable(detail=detail):
+            return (("detail", detail),)
+        case b.TooLarge(limit=limit):
+            return (("limit_bytes", limit),)
+        case _:  # pragma: no cover - the arms above are the closed set
+            assert_never(outcome)
 
 
 def _arm_json(outcome: Outcome[Any]) -> dict[str, Any]:
-    return {"route": outcome.route.target, **_arm_fields(outcome)}
-
-
-def _arm_fields(outcome: Outcome[Any]) -> dict[str, Any]:
-    match outcome:
-        case b.Parsed():
-            return {"outcome": "parsed"}
-        case b.NotFound():
-            return {"outcome": "not_found"}
-        case b.Unauthorized(status=status):
-            return {"outcome": "unauthorized", "status": status}
-        case b.Unparsed(failure=failure):
-            return {"outcome": "unparsed", "reason": failure.reason}
-        case b.HttpError(status=status):
-            return {"outcome": "http_error", "status": status}
-        case b.Redirected(status=status, location=location):
-            return {"outcome": "redirected", "status": status, "location": location}
-        case b.TimedOut(detail=detail):
-            return {"outcome": "timed_out", "detail": detail}
-        case b.Unreachable(detail=detail):
-            return {"outcome": "unreachable", "detail": detail}
-        case b.TooLarge(limit=limit):
-            return {"outcome": "too_large", "limit_bytes": limit}
-        case b.NotRequested():
-            return {"outcome": "not_requested"}
-        case _:  # pragma: no cover - the arms above are the closed set
-            assert_never(outcome)
+    name, fields = arm_fields(outcome)
+    return {"route": outcome.route.target, "outcome": name, **dict(fields)}
 
 
 def _observation(outcome: Outcome[ObsT]) -> ObsT | None:

@@ -101,7 +101,8 @@ def _law_json(law: Law) -> dict[str, object]:
         case CapacityLaw():
             doc |= {"source": law.source.value, "authority": law.authority.value}
         case CapacityLogFormatLaw():
-            doc |= {"format": law.format.value}
+            # The published name of a V1 format has no ``v1_`` (laws/N: ``two_line``).
+            doc |= {"format": law.format.value.removeprefix("v1_")}
         case CacheConfigLabelsLaw():
             doc |= {
                 "labels": sorted(law.labels),

@@ -3,13 +3,15 @@
 * :mod:`~vllm_evidence.readback.front_door` — a captured readback (one bracketed probe
   batch, route by route, with its ``/metrics`` :class:`Bracket`) or a historical bundle
   (caller-supplied bodies, no bracket, never joined);
-* :mod:`~vllm_evidence.readback.evidence` — :class:`Evidence`: a front-door readback and
-  one launch of a startup log, each observation with its :class:`Source`, which is what
-  every decision reads;
+* :mod:`~vllm_evidence.readback.evidence` — :class:`Evidence`: a front-door readback, one
+  launch of a startup log, its receipt and the launcher's process tree, each observation
+  with its :class:`Source`, which is what every decision reads;
 * :mod:`~vllm_evidence.readback.parallel` and :mod:`~vllm_evidence.readback.executor` —
   what a launch resolves to, not what it decides: its parallel sizes and the global rank
   each worker names, its executor backend and the markers that decided it (the
   release's laws applied once), read alike by the decisions and the renderers;
+* :mod:`~vllm_evidence.readback.processes` — which of a launch's workers and engine cores
+  the launcher's process tree no longer holds (its pids named by the launch's log);
 * :func:`load` — a saved capture directory, its digests verified and every observation
   re-derived from the bytes.
 """
@@ -30,6 +32,8 @@ from vllm_evidence.readback.front_door import (
 if TYPE_CHECKING:
     from pathlib import Path
 
+    from vllm_evidence.capture.signing import VerificationKey
+
 __all__ = [
     "Bracket",
     "CapturedReadback",
@@ -45,11 +49,16 @@ __all__ = [
 
 
 def load(
-    directory: str | Path, *, bodies: bool = False, verify_key: bytes | None = None
+    directory: str | Path,
+    *,
+    bodies: bool = False,
+    verify_key: VerificationKey | bytes | None = None,
 ) -> CapturedReadback | HistoricalBundle:
     """Read a capture directory back, re-deriving every observation from its bytes.
 
-    With ``manifest.json``: its seal, the signature (under ``verify_key``, when given),
+    With ``manifest.json``: its seal, the signature (under ``verify_key``, when given:
+    the signer's :class:`~vllm_evidence.capture.signing.VerificationKey`, or the HMAC
+    key's bytes for a capture saved before Ed25519),
     the file set and every file's digest are checked first (a mismatch raises
     :class:`~vllm_evidence.errors.CaptureIntegrityError` and nothing is derived), then
     the batch is rebuilt and its adapters re-run.  Without: an

@@ -1,10 +1,10 @@
 """The joined view the decisions read: one server's evidence, by source, with the version
 each carries.
 
-Every decision takes an :class:`Evidence` — the front-door readback (or ``None``) and
-one launch of a startup log (or ``None``) — and reads observations only through the
-helpers here, so that "which source said this, and which release scopes it" has one
-answer everywhere:
+Every decision takes an :class:`Evidence` — the front-door readback (or ``None``), one
+launch of a startup log (or ``None``), the launch receipt, and the launcher's own process
+tree (or ``None``) — and reads observations only through the helpers here, so that
+"which source said this, and which release scopes it" has one answer everywhere:
 
 * a front-door fact is scoped by ``/version`` of the same readback;
 * a log fact is scoped by the version the same launch printed;
@@ -13,7 +13,9 @@ answer everywhere:
   for a server: log facts reach a claim about the serving process only through the
   log-join decision (a launch receipt whose start time is *observed* on the front
   door's ``process_start_time_seconds``), never through agreement of version or
-  configuration.
+  configuration;
+* a process tree speaks of the launch whose receipt names its root
+  (:meth:`Evidence.launch_tree`), and so only as far as that launch's log speaks.
 """
 
 from __future__ import annotations
@@ -28,11 +30,13 @@ from vllm_evidence._converter import converter, register_rendering
 from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.adapters.models import ServedModels
 from vllm_evidence.adapters.outcome import Outcome, Parsed
+from vllm_evidence.adapters.process_tree import ProcessTree
 from vllm_evidence.adapters.receipt import LaunchReceipt
 from vllm_evidence.adapters.server_info import ServerInfo
 from vllm_evidence.adapters.startup_log import Launch, ProcessTag, StartupLog
 from vllm_evidence.capture.batch import Transport
-from vllm_evidence.readback.front_door import CapturedReadback, HistoricalBundle
+from vllm_evidence.readback.front_door import CapturedReadback, HistoricalBundle, route_arms
+from vllm_evidence.upstream.routes import Route
 
 __all__ = [
     "Evidence",
@@ -136,8 +140,9 @@ def arm_name(outcome: object) -> str:
 @final
 @attrs.frozen(init=False, repr=False)
 class Evidence(Sealed):
-    """One server's evidence: a front-door readback and/or one launch of its log, and
-    the launch receipt handed in with the log (if any)."""
+    """One server's evidence: a front-door readback and/or one launch of its log, the
+    launch receipt handed in with the log (if any), and the process tree of the launched
+    process as its launcher read it (if any)."""
 
     __public_constructor__ = "vllm_evidence.assess()"
 
@@ -146,6 +151,8 @@ class Evidence(Sealed):
     startup_log: StartupLog | None
     """The log :attr:`launch` was read from (its digest is what a receipt witnesses)."""
     receipt: LaunchReceipt | None
+    process_tree: ProcessTree | None
+    """The launcher's read of its own process tree this round (``None``: not given)."""
 
     @property
     def subject(self) -> Subject:
@@ -155,8 +162,21 @@ class Evidence(Sealed):
     def without_log(self) -> Evidence:
         """The same front door with no log: what the front door alone shows."""
         return _mint_evidence(
-            front_door=self.front_door, launch=None, startup_log=None, receipt=None
+            front_door=self.front_door,
+            launch=None,
+            startup_log=None,
+            receipt=None,
+            process_tree=None,
         )
+
+    def launch_tree(self) -> ProcessTree | None:
+        """The process tree when it is the assessed launch's: a launch, its receipt, and
+        a tree whose root is the pid the receipt witnesses (the launched process); else
+        ``None``.  A tree of another process says nothing of this launch."""
+        tree, receipt = self.process_tree, self.receipt
+        if tree is None or receipt is None or self.launch is None or tree.root != receipt.pid:
+            return None
+        return tree
 
     def front_door_unreachable(self) -> str | None:
         """Why no request of the probe got an answer, or ``None`` (a caller's bodies were
@@ -177,14 +197,7 @@ class Evidence(Sealed):
         door = self.front_door
         if door is None:
             return None
-        arms = (
-            door.version,
-            door.models,
-            door.metrics,
-            door.server_info,
-            door.server_info_json,
-            door.world_size,
-        )
+        arms = tuple(a for a in route_arms(door) if a.route is not Route.HEALTH)
         health = parsed(door.health)
         if any(isinstance(a, Parsed) for a in arms) or (health is not None and health.healthy):
             return None
@@ -273,6 +286,7 @@ def gather(
     launch: Launch | None,
     startup_log: StartupLog | None = None,
     receipt: LaunchReceipt | None = None,
+    process_tree: ProcessTree | None = None,
 ) -> Evidence:
     """Bundle a server's sources (package-internal: :func:`vllm_evidence.assess`)."""
     return _mint_evidence(
@@ -280,4 +294,5 @@ def gather(
         launch=launch,
         startup_log=startup_log if launch is not None else None,
         receipt=receipt,
+        process_tree=process_tree,
     )

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from decimal import Decimal
-from typing import TypeVar, final
+from typing import Any, TypeVar, final
 from urllib.parse import urlsplit
 
 import attrs
@@ -51,6 +51,7 @@ __all__ = [
     "HistoricalBundle",
     "historical_bundle",
     "readback_from_batch",
+    "route_arms",
 ]
 
 
@@ -349,9 +350,15 @@ def _rederive_historical(
     return historical_bundle(dict(bodies), statuses=dict(statuses))
 
 
-def _arms_summary(readback: CapturedReadback | HistoricalBundle) -> str:
-    """Each route's arm by class: ``version=Parsed, v1_models=NotFound, …``."""
-    arms = (
+def route_arms(readback: CapturedReadback | HistoricalBundle) -> tuple[Outcome[Any], ...]:
+    """Each route's outcome, in report order: ``/version``, ``/v1/models``, ``/metrics``
+    (the opening bracket's read), ``/health``, ``/server_info``,
+    ``/server_info?config_format=json``, ``/get_world_size``.
+
+    The one list of a readback's route outcomes: the repr, the evidence's "nothing
+    answered" reason, the JSON section and the text report all read it (each arm names
+    its route: ``arm.route``)."""
+    return (
         readback.version,
         readback.models,
         readback.metrics,
@@ -360,4 +367,8 @@ def _arms_summary(readback: CapturedReadback | HistoricalBundle) -> str:
         readback.server_info_json,
         readback.world_size,
     )
-    return ", ".join(f"{arm.route.stem}={type(arm).__name__}" for arm in arms)
+
+
+def _arms_summary(readback: CapturedReadback | HistoricalBundle) -> str:
+    """Each route's arm by class: ``version=Parsed, v1_models=NotFound, …``."""
+    return ", ".join(f"{arm.route.stem}={type(arm).__name__}" for arm in route_arms(readback))

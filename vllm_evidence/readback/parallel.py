@@ -14,13 +14,15 @@ so what the text says the JSON says.
   names a world past any deployment, the reason why not.  A ``/get_world_size``
   product is never read here: 2 is TP=2, PP=2 or DP=2 alike.
 * The global ranks: the rank a worker's rank line names in the DP-wide world, or, for
-  independent engines, in its engine's own world with the engine from the line's tag
-  or the same process's compile-cache lines (:func:`attribute`); the rank a worker's
-  own tag name gives (:func:`worker_tag_rank`).
+  independent engines, in its engine's own world with the engine from the line's tag,
+  the same process's compile-cache lines, or the shutdown's force kill of its engine's
+  process tree (:func:`attribute`); the rank a worker's own tag name gives
+  (:func:`worker_tag_rank`), each with how it was attributed (:class:`RankAttribution`).
 """
 
 from __future__ import annotations
 
+import enum
 from typing import final
 
 import attrs
@@ -39,13 +41,18 @@ from vllm_evidence.upstream.releases import ReleaseSpan, span
 
 __all__ = [
     "COMPILE_CACHE_NAMES_DP_ENGINE",
+    "SHUTDOWN_KILL_NAMES_DESCENDANTS",
     "GlobalRank",
+    "KilledEngine",
     "LaunchParallel",
+    "RankAttribution",
     "ResolvedParallel",
     "StatedEngine",
+    "TaggedWorker",
     "attribute",
     "beyond_bounds",
     "data_parallel_engines",
+    "engine_disagreements",
     "global_rank",
     "independent_engines",
     "launch_parallel",
@@ -53,6 +60,9 @@ __all__ = [
     "resolve_from_http",
     "resolve_from_log",
     "stated_engines",
+    "tag_attribute",
+    "tag_only_workers",
+    "tree_engines",
     "unmapped_reasons",
     "worker_tag_rank",
     "worker_tags",
@@ -300,48 +310,204 @@ def _cache_said(obs: CompileCacheObservation) -> str:
     return f"rank_{obs.rank}_{obs.data_parallel_index} (line {obs.line}, {obs.form.value})"
 
 
+#: The releases whose shutdown names, one line each, the live descendants of every engine
+#: core it force-kills: ``force killing remaining process EngineCore_DP<i> pid P`` and
+#: then ``force killing sub process NAME pid C`` for each process of P's tree (v0.32.0
+#: ``v1/utils.py`` ``shutdown()`` L648-658 calling ``utils/system_utils.py``
+#: ``kill_process_tree()`` L207-233, which lists ``psutil.Process(P).children(
+#: recursive=True)`` and logs each before it kills it).  Each engine core starts its own
+#: ``mp`` workers as its children (``WorkerProc.make_worker_process``, v0.32.0
+#: ``v1/executor/multiproc_executor.py`` L712-747) and names itself by its DP rank
+#: (``EngineCore_DP{global_index}``, ``v1/engine/utils.py`` L284), so a worker listed in
+#: the tree of ``EngineCore_DP<i>`` is engine i's.  0.29.0 and 0.31.0 kill the same tree
+#: without the sub-process line (``utils/system_utils.py`` L256-278 and L206-228); 0.33.0
+#: is not read for it.
+SHUTDOWN_KILL_NAMES_DESCENDANTS: ReleaseSpan = span("0.32.0", "0.32.0")
+
+KilledEngine = tuple[int, int]
+"""``(DP engine, line)``: the engine whose force-killed process tree listed a pid, and the
+line that listed it."""
+
+
+def _engine_tags(launch: Launch) -> dict[int, set[int]]:
+    """The DP engine each engine-core pid's own lines are tagged with
+    (``EngineCore_DP<i> pid=P``), by pid."""
+    tags: list[ProcessTag | None] = [
+        *(o.process for o in launch.engine_configs),
+        *(o.process for o in launch.capacity),
+        *(o.process for o in launch.ranks),
+        *(o.process for o in launch.available_memory),
+        *(o.process for o in launch.executor_observations),
+        *(e.process for e in launch.life),
+    ]
+    engines: dict[int, set[int]] = {}
+    for tag in tags:
+        if tag is not None and tag.dp_engine is not None and tag.outer is None:
+            engines.setdefault(tag.pid, set()).add(tag.dp_engine)
+    return engines
+
+
+def tree_engines(launch: Launch) -> dict[int, KilledEngine | str] | str:
+    """The DP engine whose force-killed process tree listed each pid, by pid: ``(engine,
+    line)``, or why not (the pid is listed under two engines, or the root's pid is tagged
+    as another engine's in the launch's own lines: never guessed between).
+
+    A string instead of a mapping: the launch's release is not one whose shutdown names
+    the descendants (:data:`SHUTDOWN_KILL_NAMES_DESCENDANTS`), so no kill line is read.
+    Only the trees of engine cores (``EngineCore_DP<i>``) are read.
+    """
+    kills = [k for k in launch.shutdown_kills if k.dp_engine is not None and k.descendants]
+    if not kills:
+        return {}
+    version = launch.version
+    if version is None or version.version is None:
+        return "the launch's version is not established, so its force-kill lines are not read"
+    if not SHUTDOWN_KILL_NAMES_DESCENDANTS.contains(version.version):
+        return (
+            f"vLLM {version.text}'s force-kill lines are read only for "
+            f"{SHUTDOWN_KILL_NAMES_DESCENDANTS} (where they list each engine core's "
+            "descendants)"
+        )
+    tagged = _engine_tags(launch)
+    found: dict[int, KilledEngine | str] = {}
+    for kill in kills:
+        engine = kill.dp_engine
+        assert engine is not None  # noqa: S101 - filtered above
+        own = tagged.get(kill.root.pid, {engine})
+        for child in kill.descendants:
+            said = found.get(child.pid)
+            if own != {engine}:
+                found[child.pid] = (
+                    f"line {kill.root.line} ({kill.process.text}) force-kills {kill.root.name} "
+                    f"pid {kill.root.pid}, whose own lines are tagged as DP engine(s) "
+                    f"{sorted(own)}"
+                )
+            elif said is None:
+                found[child.pid] = (engine, child.line)
+            elif isinstance(said, tuple) and said[0] != engine:
+                found[child.pid] = (
+                    f"pid {child.pid} is force-killed as a descendant of DP engine {said[0]} "
+                    f"(line {said[1]}) and of DP engine {engine} (line {child.line})"
+                )
+    return found
+
+
+class RankAttribution(enum.Enum):
+    """How a global rank was read."""
+
+    DP_WIDE_WORLD = "dp_wide_world"
+    """The worker's rank line is in the DP-wide world (``world_size_across_dp``): its
+    rank is global."""
+    ENGINE_TAG = "engine_tag"
+    """A rank line in one engine's own world, under that engine's ``EngineCore_DP<i>``
+    tag."""
+    COMPILE_CACHE = "compile_cache"
+    """A rank line in one engine's own world, the engine from the same process's
+    compile-cache lines (``rank_R_D``)."""
+    SHUTDOWN_KILL = "shutdown_kill"
+    """A rank line in one engine's own world, the engine from the shutdown's force kill
+    of that engine's process tree, which listed the worker's pid."""
+    WORKER_TAG = "worker_tag"
+    """No rank line: the worker's own tag name (``Worker_TP1``) under the resolved
+    sizes."""
+
+
 def attribute(
     obs: RankObservation,
     configuration: ResolvedParallel,
     *,
     independent: bool,
     stated: dict[str, StatedEngine | str] | str | None = None,
-) -> tuple[int, int | None] | None:
-    """The global rank a worker line names, with the compile-cache line that named its
-    engine (its line number) when one did, or ``None`` when it cannot be mapped.
+    trees: dict[int, KilledEngine | str] | str | None = None,
+) -> GlobalRank | None:
+    """The global rank a worker line names, with how it was attributed, or ``None`` when
+    it cannot be mapped.
 
     A line in the DP-wide world (``world_size_across_dp``) names its global rank.  With
     independent DP engines (``independent``: the engine-init line says DP=1 of a launch
     resolved to DP>1) each engine's workers join a world of their own (TP×PP×PCP,
     ranks from 0), so the line's rank is local to its engine, and the engine comes from
-    the line's ``EngineCore_DP<i>`` tag or, for a bare ``(Worker pid=N)`` tag, from the
-    same process's own compile-cache lines (``stated``, :func:`stated_engines`), which
-    must name the same engine-local rank: global rank = i × (TP×PP×PCP) + local rank.
-    An engine-local line whose engine neither says is never guessed at; nor is one whose
-    tag and cache lines name different engines, or whose cache lines disagree.
+    what the log says of the line's process: its ``EngineCore_DP<i>`` tag, its own
+    compile-cache lines (``stated``, :func:`stated_engines`, which must name the same
+    engine-local rank), the shutdown's force kill of its engine's tree (``trees``,
+    :func:`tree_engines`, by pid): global rank = i × (TP×PP×PCP) + local rank.  Every one
+    of those that speaks must name the same engine; a line whose engine none names, or
+    two name differently, or whose own statements disagree, is never guessed at.
     """
     width = configuration.ranks_per_engine
     if obs.world_size == configuration.world_size:
-        return obs.rank, None
+        return _mint_global_rank(
+            rank=obs.rank,
+            line=obs.line,
+            pid=obs.pid,
+            process=obs.process,
+            attribution=RankAttribution.DP_WIDE_WORLD,
+            engine_line=None,
+            tree_line=None,
+        )
     if not independent or obs.world_size != width or obs.rank >= width:
         return None
-    engine = obs.process.dp_engine if obs.process is not None else None
-    via: int | None = None
-    said = (
-        stated.get(obs.process.text)
-        if isinstance(stated, dict) and obs.process is not None
-        else None
+    engine = _engine_of(obs.process, configuration, stated, trees, rank=obs.rank)
+    if engine is None:
+        return None
+    index, attribution, via, tree_line = engine
+    return _mint_global_rank(
+        rank=index * width + obs.rank,
+        line=obs.line,
+        pid=obs.pid,
+        process=obs.process,
+        attribution=attribution,
+        engine_line=via,
+        tree_line=tree_line,
     )
+
+
+def _engine_of(
+    process: ProcessTag | None,
+    configuration: ResolvedParallel,
+    stated: dict[str, StatedEngine | str] | str | None,
+    trees: dict[int, KilledEngine | str] | str | None,
+    *,
+    rank: int | None,
+) -> tuple[int, RankAttribution, int | None, int | None] | None:
+    """The DP engine of a worker process of independent engines, as the log names it:
+    ``(engine, attribution, compile-cache line, force-kill line)``, or ``None``.
+
+    ``rank``: the engine-local rank the process's own line states, which its
+    compile-cache lines must state too (``None``: no such line; the cache lines' rank is
+    then the process's rank, and must be inside one engine).
+    """
+    if process is None:
+        return None
+    named: list[tuple[int, RankAttribution]] = []
+    if process.dp_engine is not None:
+        named.append((process.dp_engine, RankAttribution.ENGINE_TAG))
+    said = stated.get(process.text) if isinstance(stated, dict) else None
     if isinstance(said, str):
         return None
+    via: int | None = None
     if said is not None:
-        rank, said_engine, via = said
-        if rank != obs.rank or (engine is not None and engine != said_engine):
+        local, said_engine, via = said
+        if (rank is not None and local != rank) or local >= configuration.ranks_per_engine:
             return None
-        engine = said_engine
-    if engine is None or engine >= configuration.data_parallel_size:
+        named.append((said_engine, RankAttribution.COMPILE_CACHE))
+    # A pid is looked up only for a process of this machine's tree: not a Ray worker's
+    # (nested under the engine's tag, or naming an ip: maybe another machine's pid).
+    local_process = process.outer is None and process.ip is None
+    killed = trees.get(process.pid) if isinstance(trees, dict) and local_process else None
+    if isinstance(killed, str):
         return None
-    return engine * width + obs.rank, via
+    tree_line: int | None = None
+    if killed is not None:
+        named.append((killed[0], RankAttribution.SHUTDOWN_KILL))
+        tree_line = killed[1]
+    engines = {engine for engine, _ in named}
+    if len(engines) != 1:
+        return None
+    (engine,) = engines
+    if engine >= configuration.data_parallel_size:
+        return None
+    return engine, named[0][1], via, tree_line
 
 
 def global_rank(
@@ -350,10 +516,11 @@ def global_rank(
     *,
     independent: bool,
     stated: dict[str, StatedEngine | str] | str | None = None,
+    trees: dict[int, KilledEngine | str] | str | None = None,
 ) -> int | None:
     """The global rank a worker line names (:func:`attribute`), or ``None``."""
-    found = attribute(obs, configuration, independent=independent, stated=stated)
-    return None if found is None else found[0]
+    found = attribute(obs, configuration, independent=independent, stated=stated, trees=trees)
+    return None if found is None else found.rank
 
 
 def worker_tag_rank(tag: ProcessTag, configuration: ResolvedParallel) -> int | None:
@@ -361,27 +528,34 @@ def worker_tag_rank(tag: ProcessTag, configuration: ResolvedParallel) -> int | N
 
     vLLM names a MultiprocExecutor worker by its groups: ``Worker_DP1_PP0_TP1`` (v0.11 on:
     ``_DP``/``_PP``/``_PCP``/``_TP``/``_DCP``/``_EP``, each only when that group has more
-    than one rank; v0.29.0 ``v1/executor/multiproc_executor.py`` L1080-1093),
-    ``VllmWorker TP1`` (v0.10.1.1 L387-391) or ``VllmWorker rank=1`` (v0.8.5, v0.9.2
-    L294, L346: the engine-local rank); the adapter reads the name into those parts
+    than one rank; v0.29.0 ``v1/executor/multiproc_executor.py`` L1080-1093, v0.32.0
+    L1070-1103), ``VllmWorker TP1`` (v0.10.1.1 L387-391) or ``VllmWorker rank=1``
+    (v0.8.5, v0.9.2 L294, L346: the engine-local rank; ``VllmWorker-1``, the process's
+    name, is read as the same); the adapter reads the name into those parts
     (:class:`~vllm_evidence.adapters.startup_log.WorkerName`).  Ranks are laid out TP
     fastest, then PCP, then PP, then DP (``rank = dp × (PP×PCP×TP) + (pp × PCP + pcp) ×
     TP + tp``).  A group of more than one rank that the name leaves out, a group named
-    twice, or an index past its size, is unmappable.
+    twice, or an index past its size, is unmappable.  So is a name of independent DP
+    engines' workers (:func:`independent_engines`): each engine's DP group has one rank,
+    so no name says the engine (:func:`tag_attribute` reads it from elsewhere).
     """
+    return _tag_rank(tag, configuration, configuration.data_parallel_size)
+
+
+def _tag_rank(tag: ProcessTag, c: ResolvedParallel, dp_size: int) -> int | None:
+    """:func:`worker_tag_rank` in a world of ``dp_size`` DP ranks (1: one engine's own)."""
     worker = tag.worker
     if worker is None or tag.outer is not None:
         return None
-    c = configuration
     width = c.ranks_per_engine
     if worker.form is WorkerNameForm.RANK:
         local = worker.rank
-        ok = local is not None and local < width and c.data_parallel_size == 1
+        ok = local is not None and local < width and dp_size == 1
         return local if ok else None
     if worker.form is WorkerNameForm.TP:
         tp = dict(worker.groups).get("TP")
         ok = tp is not None and tp < c.tensor_parallel_size and width == c.tensor_parallel_size
-        return tp if ok and c.data_parallel_size == 1 else None
+        return tp if ok and dp_size == 1 else None
     if worker.form is not WorkerNameForm.GROUPS:
         return None
     fields: dict[str, int] = {}
@@ -390,7 +564,7 @@ def worker_tag_rank(tag: ProcessTag, configuration: ResolvedParallel) -> int | N
             return None
         fields[key] = value
     sizes = (
-        ("DP", c.data_parallel_size),
+        ("DP", dp_size),
         ("PP", c.pipeline_parallel_size),
         ("PCP", c.prefill_context_parallel_size),
         ("TP", c.tensor_parallel_size),
@@ -410,12 +584,68 @@ def worker_tag_rank(tag: ProcessTag, configuration: ResolvedParallel) -> int | N
     return index["DP"] * width + local + index["TP"]
 
 
+def tag_attribute(
+    tag: ProcessTag,
+    line: int,
+    configuration: ResolvedParallel,
+    *,
+    independent: bool,
+    stated: dict[str, StatedEngine | str] | str | None = None,
+    trees: dict[int, KilledEngine | str] | str | None = None,
+) -> GlobalRank | None:
+    """The global rank a worker that printed no rank line has, from its own tag name
+    (first seen at ``line``), or ``None``.
+
+    Without independent engines the name gives it (:func:`worker_tag_rank`).  With them,
+    the name gives the rank in the worker's engine (its DP group has one rank), and the
+    engine comes from what the log says of the same process, as for a rank line
+    (:func:`attribute`); a worker whose name gives no rank but whose own compile-cache
+    lines state ``rank_R_D`` is rank ``D × (TP×PP×PCP) + R``, at that cache line.
+    """
+    if not independent:
+        g = worker_tag_rank(tag, configuration)
+        if g is None:
+            return None
+        return _mint_global_rank(
+            rank=g,
+            line=line,
+            pid=tag.pid,
+            process=tag,
+            attribution=RankAttribution.WORKER_TAG,
+            engine_line=None,
+            tree_line=None,
+        )
+    local = _tag_rank(tag, configuration, 1)
+    engine = _engine_of(tag, configuration, stated, trees, rank=local)
+    if engine is None:
+        return None
+    index, _, via, tree_line = engine
+    if local is None:
+        said = stated.get(tag.text) if isinstance(stated, dict) else None
+        if not isinstance(said, tuple):
+            return None
+        local = said[0]
+    if via is not None:
+        line = via  # the cache line that stated the engine (and the rank, if not the name)
+    return _mint_global_rank(
+        rank=index * configuration.ranks_per_engine + local,
+        line=line,
+        pid=tag.pid,
+        process=tag,
+        attribution=RankAttribution.WORKER_TAG,
+        engine_line=via,
+        tree_line=tree_line,
+    )
+
+
 def worker_tags(launch: Launch) -> list[tuple[ProcessTag, int]]:
     """Every worker process tag of the launch's observations, with the first line it
-    tagged (rank lines, memory lines, executor markers), in line order."""
+    tagged (rank lines, memory lines, executor markers, compile-cache lines), in line
+    order."""
     seen: dict[str, tuple[ProcessTag, int]] = {}
     tagged = [
         *((o.process, o.line) for o in launch.ranks),
+        *((o.process, o.line) for o in launch.compile_cache),
         *((o.process, o.line) for o in launch.available_memory),
         *((o.process, o.line) for o in launch.executor_observations),
     ]
@@ -477,31 +707,114 @@ def layout_sizes(c: ResolvedParallel) -> tuple[int, int, int, int]:
     )
 
 
-def unmapped_reasons(stated: dict[str, StatedEngine | str] | str) -> list[str]:
-    """Why the compile-cache lines name no engine for a worker (:func:`stated_engines`):
-    the release's lines are not read, or a process stated two engines."""
+def unmapped_reasons(
+    stated: dict[str, StatedEngine | str] | dict[int, KilledEngine | str] | str,
+) -> list[str]:
+    """Why the compile-cache lines (:func:`stated_engines`) or the force-kill lines
+    (:func:`tree_engines`) name no engine for a worker: the release's lines are not read,
+    or a process is said to be two engines'."""
     if isinstance(stated, str):
         return [stated]
     return [said for said in stated.values() if isinstance(said, str)]
 
 
+def engine_disagreements(
+    processes: list[ProcessTag | None],
+    stated: dict[str, StatedEngine | str] | str,
+    trees: dict[int, KilledEngine | str] | str,
+) -> list[str]:
+    """For each of ``processes`` (once each) whose tag, compile-cache lines and force-kill
+    line each name an engine, but not the same one: which says which (never guessed
+    between)."""
+    out: list[str] = []
+    seen: set[str] = set()
+    for process in processes:
+        if process is None or process.text in seen:
+            continue
+        seen.add(process.text)
+        said: list[tuple[int, str]] = []
+        if process.dp_engine is not None:
+            said.append((process.dp_engine, "its tag"))
+        cache = stated.get(process.text) if isinstance(stated, dict) else None
+        if isinstance(cache, tuple):
+            said.append((cache[1], f"its compile-cache line {cache[2]}"))
+        local = process.outer is None and process.ip is None
+        tree = trees.get(process.pid) if isinstance(trees, dict) and local else None
+        if isinstance(tree, tuple):
+            said.append((tree[0], f"the force-kill line {tree[1]}"))
+        if len({engine for engine, _ in said}) > 1:
+            shown = ", ".join(f"{who} names DP engine {engine}" for engine, who in said)
+            out.append(f"process ({process.text}): {shown}")
+    return out
+
+
+def tag_only_workers(launch: Launch) -> list[TaggedWorker]:
+    """The worker tags (:func:`worker_tags`) of processes that printed no rank line: not
+    the tag of a rank line, nor, for a process that names no ``ip`` (one machine's pids),
+    a tag with the pid of one (a worker renames itself, ``Worker`` then ``Worker_TP1``;
+    two workers' writes can run into one line, ``(Worker_TP0 pid=1) (Worker_TP1 pid=2)``).
+    A tag nested under another is not read as a worker's either: whose line it is, is not
+    certain (two processes' writes run together, or Ray's forwarding)."""
+    texts = {r.process.text for r in launch.ranks if r.process is not None}
+    pids = {r.process.pid for r in launch.ranks if r.process is not None and r.process.ip is None}
+    return [
+        (tag, line)
+        for tag, line in worker_tags(launch)
+        if tag.outer is None and tag.text not in texts and not (tag.ip is None and tag.pid in pids)
+    ]
+
+
+TaggedWorker = tuple[ProcessTag, int]
+"""A worker process's tag and the first line it tagged (:func:`worker_tags`)."""
+
+
 @final
 @attrs.frozen(init=False, repr=False)
 class GlobalRank(Sealed):
-    """The global rank one worker rank line names (:func:`attribute`)."""
+    """The global rank one worker names (:func:`attribute`, :func:`tag_attribute`), and how
+    the log says it."""
 
     __public_constructor__ = "vllm_evidence.readback.parallel.launch_parallel()"
 
     rank: int
     line: int
-    """The rank line."""
+    """The rank line (or, for a worker with none, the first line its tag tagged, or the
+    compile-cache line that stated its rank)."""
     pid: int | None
+    process: ProcessTag | None
+    """The worker's tag on that line."""
+    attribution: RankAttribution
     engine_line: int | None
     """The compile-cache line that named the worker's DP engine, when one did."""
+    tree_line: int | None
+    """The shutdown's force-kill line that listed the worker's pid in its DP engine's
+    process tree, when one did."""
+
+    @property
+    def how(self) -> str | None:
+        """How the worker's DP engine was read, where its rank line is in one engine's
+        own world, for a renderer to print after the rank: ``DP engine from compile-cache
+        line 77``, ``DP engine from the shutdown's force-kill line 221`` (both, when both
+        named it); ``None`` when no engine had to be read (a rank line in the DP-wide
+        world, or an engine's own tag) and for a worker tag's rank with no engine read."""
+        said = []
+        if self.engine_line is not None:
+            said.append(f"compile-cache line {self.engine_line}")
+        if self.tree_line is not None:
+            said.append(f"the shutdown's force-kill line {self.tree_line}")
+        if not said:
+            return (
+                "from the worker's own tag"
+                if self.attribution is RankAttribution.WORKER_TAG
+                else None
+            )
+        return "DP engine from " + " and ".join(said)
 
     def _repr_summary(self) -> str:
         via = "" if self.engine_line is None else f", engine from line {self.engine_line}"
-        return f"rank {self.rank}, line {self.line}{via}"
+        if self.tree_line is not None:
+            via += f", engine's tree at line {self.tree_line}"
+        return f"rank {self.rank}, line {self.line}, {self.attribution.value}{via}"
 
 
 _mint_global_rank = minter(GlobalRank, GlobalRank.__attrs_init__)
@@ -510,8 +823,8 @@ _mint_global_rank = minter(GlobalRank, GlobalRank.__attrs_init__)
 @final
 @attrs.frozen(init=False, repr=False)
 class LaunchParallel(Sealed):
-    """A launch's resolved sizes and the global ranks its rank lines name, derived once
-    for everything that shows them (the ``log`` text and its JSON)."""
+    """A launch's resolved sizes and the global ranks its rank lines and worker tags name,
+    derived once for everything that shows them (the ``log`` text and its JSON)."""
 
     __public_constructor__ = "vllm_evidence.readback.parallel.launch_parallel()"
 
@@ -522,63 +835,131 @@ class LaunchParallel(Sealed):
     DP engines each print DP=1), or why nothing resolved; ``None`` when the engine-init
     line gives every size."""
     ranks: tuple[GlobalRank, ...]
-    """One per global rank a rank line names, by rank."""
+    """One per global rank a rank line (or, for a worker without one, its tag) names, by
+    rank."""
     unmapped_lines: tuple[int, ...]
     """Worker rank lines in one engine's own world that name no DP engine."""
+    unmapped_tags: tuple[TaggedWorker, ...]
+    """Worker processes seen only by their tag (no rank line) whose tag maps to no global
+    rank: every such tag when the sizes are not resolved."""
     unmapped_why: tuple[str, ...]
-    """Why those lines are not mapped, each as the text report prints it (empty when
-    every line is mapped)."""
+    """Why those lines and tags are not mapped, each as the text report prints it (empty
+    when everything seen is mapped)."""
 
     def _repr_summary(self) -> str:
         sizes = (
             "not resolved" if self.configuration is None else self.configuration._sizes_summary()
         )
-        unmapped = f", {len(self.unmapped_lines)} unmapped" if self.unmapped_lines else ""
-        return f"{sizes}, {len(self.ranks)} global rank(s){unmapped}"
+        unmapped = len(self.unmapped_lines) + len(self.unmapped_tags)
+        shown = f", {unmapped} unmapped" if unmapped else ""
+        return f"{sizes}, {len(self.ranks)} global rank(s){shown}"
 
 
 _mint_launch_parallel = minter(LaunchParallel, LaunchParallel.__attrs_init__)
 
 
+def _tag_says(tag: ProcessTag) -> str:
+    """What a worker's tag name says of its place, as printed (``TP 1``, ``rank 0``)."""
+    worker = tag.worker
+    if worker is None or worker.form is WorkerNameForm.UNREAD:
+        return "its name says no rank"
+    if worker.form is WorkerNameForm.RANK:
+        return f"engine-local rank {worker.rank}"
+    if not worker.groups:
+        return "every group of its engine has one rank"
+    return "in its engine " + ", ".join(f"{key} rank {value}" for key, value in worker.groups)
+
+
+def _unmapped_tags_why(tags: list[TaggedWorker], why: str) -> str:
+    shown = "; ".join(f"{tag.text} (line {line}: {_tag_says(tag)})" for tag, line in tags[:4])
+    more = f"; and {len(tags) - 4} more" if len(tags) > 4 else ""
+    return f"{len(tags)} worker tag(s) with no rank line seen, not mapped: {shown}{more}: {why}"
+
+
 def launch_parallel(launch: Launch) -> LaunchParallel:
-    """The launch's resolved sizes and the global rank each of its rank lines names.
+    """The launch's resolved sizes and the global rank each of its rank lines names (and,
+    for a worker that printed none, its tag).
 
     A rank named by several lines is shown at the line that also gave its engine from a
-    compile-cache line, when one did (else at the last such line).  A line in one
-    engine's own world of independent engines that names no engine is *unmapped*, and
-    :attr:`LaunchParallel.unmapped_why` says why: how many lines name no DP engine, then
-    what the compile-cache lines do not say (:func:`unmapped_reasons`).
+    compile-cache line, when one did (else at the last such line); a worker's tag counts
+    only for a worker without a rank line, and only for a rank no rank line names.  A
+    line in one engine's own world of independent engines that names no engine is
+    *unmapped*, and so is a worker tag that names no rank; :attr:`LaunchParallel.
+    unmapped_why` says why: how many lines name no DP engine, then what the
+    compile-cache and force-kill lines do not say (:func:`unmapped_reasons`), then the
+    tags.
     """
     resolved = resolve_from_log(launch)
+    only_tags = tag_only_workers(launch)
     if not isinstance(resolved, ResolvedParallel):
         unresolved = "no engine-init line" if resolved is None else resolved
+        why_not = f"the launch's sizes are not resolved ({unresolved})"
+        lines = sorted({r.line for r in launch.ranks})
+        unresolved_why = (
+            *((f"{len(lines)} worker rank line(s) seen, not mapped: {why_not}",) if lines else ()),
+            *((_unmapped_tags_why(only_tags, why_not),) if only_tags else ()),
+        )
         return _mint_launch_parallel(
-            configuration=None, note=unresolved, ranks=(), unmapped_lines=(), unmapped_why=()
+            configuration=None,
+            note=unresolved,
+            ranks=(),
+            unmapped_lines=(),
+            unmapped_tags=tuple(only_tags),
+            unmapped_why=unresolved_why,
         )
     independent = independent_engines(launch, resolved)
     stated = stated_engines(launch) if independent else {}
+    trees = tree_engines(launch) if independent else {}
     ranks: dict[int, GlobalRank] = {}
     unmapped: list[int] = []
     for r in launch.ranks:
-        found = attribute(r, resolved, independent=independent, stated=stated)
+        found = attribute(r, resolved, independent=independent, stated=stated, trees=trees)
         if found is None:
             if independent and r.world_size == resolved.ranks_per_engine:
                 unmapped.append(r.line)
-        elif found[0] not in ranks or ranks[found[0]].engine_line is None:
-            ranks[found[0]] = _mint_global_rank(
-                rank=found[0], line=r.line, pid=r.pid, engine_line=found[1]
-            )
-    why: tuple[str, ...] = ()
-    if unmapped:
-        count = (
-            f"{len(unmapped)} worker line(s) in one engine's own world name no DP engine "
-            "(not mapped)"
+        elif found.rank not in ranks or ranks[found.rank].engine_line is None:
+            ranks[found.rank] = found
+    unmapped_tags: list[TaggedWorker] = []
+    for tag, line in only_tags:
+        found = tag_attribute(
+            tag, line, resolved, independent=independent, stated=stated, trees=trees
         )
-        why = (count, *unmapped_reasons(stated))
+        if found is None:
+            unmapped_tags.append((tag, line))
+        else:
+            ranks.setdefault(found.rank, found)
+    why: list[str] = []
+    if unmapped or unmapped_tags:
+        unmapped_processes = [r.process for r in launch.ranks if r.line in set(unmapped)]
+        reasons = [
+            *unmapped_reasons(stated),
+            *unmapped_reasons(trees),
+            *engine_disagreements(
+                unmapped_processes + [tag for tag, _ in unmapped_tags], stated, trees
+            ),
+        ]
+        if unmapped:
+            why.append(
+                f"{len(unmapped)} worker line(s) in one engine's own world name no DP engine "
+                "(not mapped)"
+            )
+            why.extend(reasons)
+        if unmapped_tags:
+            sizes = resolved._sizes_summary()
+            tag_why = (
+                f"under {sizes} of independent engines no worker's name says its engine, and "
+                "no line of the same process names one"
+                if independent
+                else f"their names give no global rank under {sizes}"
+            )
+            why.append(_unmapped_tags_why(unmapped_tags, tag_why))
+            if not unmapped:
+                why.extend(reasons)
     return _mint_launch_parallel(
         configuration=resolved,
         note=resolved.data_parallel_note,
         ranks=tuple(ranks[g] for g in sorted(ranks)),
         unmapped_lines=tuple(unmapped),
-        unmapped_why=why,
+        unmapped_tags=tuple(unmapped_tags),
+        unmapped_why=tuple(why),
     )

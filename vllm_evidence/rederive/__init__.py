@@ -1,6 +1,6 @@
 """Re-derivation is the only way back: an assessment as its raw evidence, and read again.
 
-:func:`dumps` writes one JSON document (schema ``vllm-evidence.evidence/2``) that holds
+:func:`dumps` writes one JSON document (schema ``vllm-evidence.evidence/3``) that holds
 the *raw evidence* of an :class:`~vllm_evidence.assessment.Assessment`, never a decision
 to be trusted:
 

@@ -10,7 +10,7 @@ re-derived verdicts must be the recorded ones
 from __future__ import annotations
 
 import hashlib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from vllm_evidence._claims import CLAIMS
 from vllm_evidence.adapters.receipt import parse_launch_receipt
@@ -29,6 +29,7 @@ from vllm_evidence.capture.batch import (
     _rederive_batch,
     _rederive_exchange,
 )
+from vllm_evidence.decisions import LogJoinReason
 from vllm_evidence.errors import EvidenceMismatchError
 from vllm_evidence.readback.front_door import (
     CapturedReadback,
@@ -53,6 +54,9 @@ from vllm_evidence.rederive._strict_json import (
 )
 from vllm_evidence.rederive._write import _verdicts
 from vllm_evidence.upstream.routes import Route
+
+if TYPE_CHECKING:
+    from vllm_evidence.capture.signing import VerificationKey
 
 __all__ = ["loads"]
 
@@ -264,6 +268,7 @@ def loads(
     *,
     max_chars: int = MAX_DOCUMENT_CHARS,
     verify_key: bytes | None = None,
+    receipt_key: VerificationKey | None = None,
 ) -> Assessment:
     """Re-derive an assessment from a :func:`dumps` document.
 
@@ -273,7 +278,11 @@ def loads(
     (:attr:`~vllm_evidence.capture.batch.CaptureOrigin.LOADED`), on which the log join
     refuses (``capture_unverified``), unless its signature verifies under
     ``verify_key`` (written by ``dumps(..., sign_key=...)`` with the same key): then the
-    origin it records stands.  Raises :class:`~vllm_evidence.errors.InputError` for a
+    origin it records stands.  A receipt in the document is read again under
+    ``receipt_key`` (the launcher's public key); without it, the receipt's signature is
+    unverified and the log join refuses (``witness_unverified``).  Either way a joined
+    document read without the key it needs comes back with the join refused — said, not
+    raised — when nothing else differs.  Raises :class:`~vllm_evidence.errors.InputError` for a
     malformed document or a log that cannot be read again, and
     :class:`~vllm_evidence.errors.EvidenceMismatchError` when a body or the log does not
     match its recorded digest, a signature required by ``verify_key`` is missing or does
@@ -301,7 +310,11 @@ def loads(
     receipt = (
         None
         if raw_receipt is None
-        else parse_launch_receipt(_bytes(raw_receipt, "receipt"), "in the evidence document")
+        else parse_launch_receipt(
+            _bytes(raw_receipt, "receipt"),
+            "in the evidence document",
+            verification_key=receipt_key,
+        )
     )
     assessment = assess(front_door, log, launch=launch, receipt=receipt)
     derived = _verdicts(assessment)
@@ -313,7 +326,7 @@ def loads(
             if derived[claim] != recorded[claim]
         )
         unverified = (
-            derived["log_join"]["reason"] == "capture_unverified"
+            assessment.log_join.reason in _KEY_NOT_GIVEN
             and recorded["log_join"]["verdict"] == "established"
         )
         if unverified and all(
@@ -332,6 +345,8 @@ def loads(
             if unverified
             else ""
         )
+        if assessment.log_join.reason is LogJoinReason.WITNESS_OTHER_KEY:
+            hint = ": the document's receipt is signed by another key than receipt_key"
         msg = (
             f"the evidence does not reproduce the recorded verdicts ({differ}){hint}; "
             "nothing is derived from it"
@@ -342,4 +357,7 @@ def loads(
 
 #: What a claim re-derived from an unsigned document of a joined assessment becomes:
 #: nothing else may differ from the recorded verdicts.
-_JOIN_LOST = frozenset({"capture_unverified", "log_not_joined"})
+_JOIN_LOST = frozenset({"capture_unverified", "witness_unverified", "log_not_joined"})
+#: The log join's refusals that say a key was not given: the document's capture read
+#: without its signature's key, or its receipt without the launcher's.
+_KEY_NOT_GIVEN = frozenset({LogJoinReason.CAPTURE_UNVERIFIED, LogJoinReason.WITNESS_UNVERIFIED})

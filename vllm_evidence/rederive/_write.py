@@ -14,15 +14,13 @@ import json
 
 import attrs
 
-from vllm_evidence._claims import CLAIMS
 from vllm_evidence._converter import converter, register_rendering
 from vllm_evidence.adapters.startup_log import StartupLog
-from vllm_evidence.assessment import Assessment
+from vllm_evidence.assessment import Assessment, claim_decisions, verdict
 from vllm_evidence.capture._signing import ALGORITHM, canonical, key_id, sign
 from vllm_evidence.capture.batch import Exchange
 from vllm_evidence.capture.log import read_log_bytes
 from vllm_evidence.errors import InputError
-from vllm_evidence.output.assessment import verdict
 from vllm_evidence.readback.front_door import CapturedReadback, HistoricalBundle
 
 __all__ = ["SCHEMA", "dumps"]
@@ -97,17 +95,9 @@ def _log_json(log: StartupLog, *, embed: bool) -> dict[str, object]:
 
 
 def _verdicts(assessment: Assessment) -> dict[str, dict[str, str]]:
-    decisions = (
-        assessment.parallel,
-        assessment.capacity,
-        assessment.served_identity,
-        assessment.health_coverage,
-        assessment.front_door_join,
-        assessment.log_join,
-    )
     return {
         claim: {"verdict": verdict(d), "reason": d.reason.value}
-        for claim, d in zip(CLAIMS, decisions, strict=True)
+        for claim, d in claim_decisions(assessment).items()
     }
 
 
@@ -161,5 +151,13 @@ def dumps(assessment: Assessment, *, embed_log: bool = False, sign_key: bytes | 
     read it again) or one that can no longer be read, and
     :class:`~vllm_evidence.errors.EvidenceMismatchError` for a log that changed since.
     """
+    if assessment.evidence.process_tree is not None:
+        # The launcher's process tree is read from /proc, not from bytes this document
+        # can carry: a verdict it ended could not be re-derived from the document.
+        msg = (
+            "an assessment made with its launcher's process tree (the gate) cannot be "
+            "written as an evidence document: the tree is not in it; assess without it"
+        )
+        raise InputError(msg)
     document = converter.unstructure(_EvidenceDocument(assessment, embed_log, sign_key))
     return json.dumps(document, indent=2, sort_keys=True) + "\n"

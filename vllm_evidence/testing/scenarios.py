@@ -22,6 +22,7 @@ import attrs
 
 from vllm_evidence.adapters.receipt import LaunchReceipt, read_launch_receipt
 from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
+from vllm_evidence.capture.signing import VerificationKey, read_verification_key
 from vllm_evidence.errors import InputError
 
 if TYPE_CHECKING:
@@ -43,6 +44,16 @@ def _shipped() -> dict[str, str]:
         if m is not None and entry.is_dir():
             out[f"{m.group(1)}/{m.group(2)}"] = entry.name
     return out
+
+
+def demo_receipt_key() -> VerificationKey:
+    """The public key the shipped scenarios' receipts are signed by
+    (``demo_data/receipt-public-key.pem``: a key made for the demo, its private half not
+    kept)."""
+    with resources.as_file(
+        resources.files("vllm_evidence") / "demo_data" / "receipt-public-key.pem"
+    ) as path:
+        return read_verification_key(path, what="demo receipt key")
 
 
 def real_scenarios() -> tuple[str, ...]:
@@ -79,7 +90,7 @@ class RealScenario:
     @property
     def receipt(self) -> LaunchReceipt:
         """The launch receipt, read."""
-        return read_launch_receipt(self.receipt_path)
+        return read_launch_receipt(self.receipt_path, verification_key=demo_receipt_key())
 
 
 @contextmanager

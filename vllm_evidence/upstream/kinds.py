@@ -1,5 +1,6 @@
-"""The kinds a law speaks of: route gates, capacity sources and authority, executor
-backends and markers, what ``/health`` covers, and the incarnation marker's presence.
+"""The kinds a law speaks of: route gates, capacity sources and authority, the capacity
+line's format, executor backends and markers, what ``/health`` covers, and the
+incarnation marker's presence.
 
 Plain enums, shared by the law types (:mod:`vllm_evidence.upstream.laws`), the law table
 and the decisions; :mod:`vllm_evidence.upstream.laws` re-exports every one.
@@ -11,7 +12,7 @@ import enum
 
 __all__ = [
     "CapacityAuthority",
-    "CapacityLogFormat",
+    "CapacityFormat",
     "CapacitySource",
     "ExecutorBackend",
     "ExecutorMarker",
@@ -64,11 +65,22 @@ class CapacityAuthority(enum.Enum):
     """The release does not produce this source."""
 
 
-class CapacityLogFormat(enum.Enum):
-    """The shape of the V1 capacity line(s)."""
+class CapacityFormat(enum.Enum):
+    """The shape of a capacity report in a startup log: the one list that the reader's
+    observations (:class:`~vllm_evidence.adapters.startup_log.CapacityObservation`), the
+    format law (:class:`~vllm_evidence.upstream.CapacityLogFormatLaw`, V1 formats only)
+    and the audit all name.
 
-    TWO_LINE = "two_line"
-    ONE_LINE = "one_line"
+    The laws and audit documents name a V1 format without its ``v1_`` prefix
+    (``two_line``, ``one_line``); the startup-log document carries the value whole.
+    """
+
+    V0_BLOCKS = "v0_blocks"
+    """V0: ``# GPU blocks: N, # CPU blocks: M`` (blocks; tokens need the block size)."""
+    V1_TWO_LINE = "v1_two_line"
+    """``GPU KV cache size: N tokens`` then ``Maximum concurrency for …`` (up to 0.27)."""
+    V1_ONE_LINE = "v1_one_line"
+    """``<DEVICE> KV cache size: N tokens, Maximum concurrency for …`` (from 0.28.0)."""
 
 
 class ExecutorBackend(enum.Enum):

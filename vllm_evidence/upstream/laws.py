@@ -18,7 +18,7 @@ from packaging.version import Version
 from vllm_evidence._seal import Sealed, brief, minter
 from vllm_evidence.upstream.kinds import (
     CapacityAuthority,
-    CapacityLogFormat,
+    CapacityFormat,
     CapacitySource,
     ExecutorBackend,
     ExecutorMarker,
@@ -32,8 +32,8 @@ from vllm_evidence.upstream.routes import ParallelEvidenceKind, Route
 __all__ = [
     "CacheConfigLabelsLaw",
     "CapacityAuthority",
+    "CapacityFormat",
     "CapacityLaw",
-    "CapacityLogFormat",
     "CapacityLogFormatLaw",
     "CapacitySource",
     "ExecutorBackend",
@@ -150,7 +150,7 @@ class CapacityLogFormatLaw(Sealed):
     question: Question
     span: ReleaseSpan
     sources: tuple[str, ...]
-    format: CapacityLogFormat
+    format: CapacityFormat
     statement: str
 
     def _repr_summary(self) -> str:

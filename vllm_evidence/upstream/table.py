@@ -19,8 +19,8 @@ from vllm_evidence.upstream.laws import (
     INCARNATION_MARKER_KEY,
     MODEL_CARD_KEY,
     CapacityAuthority,
+    CapacityFormat,
     CapacityLaw,
-    CapacityLogFormat,
     CapacitySource,
     ExecutorBackend,
     ExecutorMarker,
@@ -640,7 +640,7 @@ def _capacity() -> list[tuple[Question, tuple[Law, ...]]]:
                 ),
                 *_each("0.27.0 0.27.1", "v1/core/kv_cache_utils.py L2235, L2236"),
             ),
-            format=CapacityLogFormat.TWO_LINE,
+            format=CapacityFormat.V1_TWO_LINE,
             statement="'GPU KV cache size: N tokens' then "
             "'Maximum concurrency for L tokens per request: X.XXx' (thousands separators)",
         ),
@@ -657,7 +657,7 @@ def _capacity() -> list[tuple[Question, tuple[Law, ...]]]:
                 "v0.32.0: v1/core/kv_cache_utils.py L2317-2334 (update_kv_cache_capacity)",
                 "v0.33.0: v1/core/kv_cache_utils.py L1147",
             ),
-            format=CapacityLogFormat.ONE_LINE,
+            format=CapacityFormat.V1_ONE_LINE,
             statement="'<DEVICE> KV cache size: N tokens, Maximum concurrency for L tokens "
             "per request: X.XXx' on one line (DEVICE: GPU only in 0.28 and 0.29; GPU, CPU, XPU, "
             "'GPU + host' from 0.31)",

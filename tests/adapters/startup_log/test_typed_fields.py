@@ -55,6 +55,16 @@ def test_the_older_names_are_read_into_their_rank_or_tp_index() -> None:
     assert (rank.form, rank.groups, rank.rank) == (WorkerNameForm.RANK, (), 3)
 
 
+def test_the_worker_process_name_is_read_as_its_engine_local_rank() -> None:
+    # vLLM 0.31.0 and 0.32.0 tag a worker's first lines with its process's name,
+    # MultiprocExecutor's f"VllmWorker-{rank}" (dp2-eager/startup.log line 50 says
+    # '(VllmWorker-0 pid=19921) WARNING …'): rank 0 of its engine's own world.
+    zero = _worker("VllmWorker-0")
+    assert (zero.form, zero.groups, zero.rank) == (WorkerNameForm.RANK, (), 0)
+    one = _worker("VllmWorker-1")
+    assert (one.form, one.groups, one.rank) == (WorkerNameForm.RANK, (), 1)
+
+
 @pytest.mark.parametrize(
     "name",
     [
@@ -62,7 +72,9 @@ def test_the_older_names_are_read_into_their_rank_or_tp_index() -> None:
         "Worker_TP",  # a group without its index
         "Worker_tp1",  # lower case is not vLLM's
         "Worker_TP\u0661",  # a non-ASCII digit
-        "VllmWorker-1",  # the death line's name, not a tag form vLLM prints
+        "VllmWorker-1000000000000000000",  # 19 digits
+        "VllmWorker--1",
+        "VllmWorker-1_TP0",
         "VllmWorker rank=1000000000000000000",  # 19 digits
         "VllmWorker TP",
         "MyWorker_TP0",

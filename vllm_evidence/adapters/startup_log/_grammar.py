@@ -52,6 +52,11 @@ executor markers           the file of the record prefix (the law table's
                            :data:`~vllm_evidence.upstream.EXECUTOR_FILES`),
                            ``DP group leader:`` (MultiprocExecutor), worker process tags,
                            ``X is not supported on CPU, fallback to mp …`` (CPU platform)
+force kill                 ``[shutdown] Process manager: force killing remaining process
+                           NAME pid P`` and the ``[shutdown] force killing sub process NAME
+                           pid C`` lines after it (0.32.0), ``… remaining processes
+                           count=N``: paired by the launch assembler into an engine core's
+                           killed process tree
 ========================  ==================================================================
 """
 
@@ -72,7 +77,9 @@ from vllm_evidence.adapters.startup_log._lexer import (
     unquote,
 )
 from vllm_evidence.adapters.startup_log._workers import (
+    KillLine,
     compile_cache_line,
+    kill_line,
     rank_lines,
     worker_name,
 )
@@ -106,8 +113,14 @@ __all__ = [
     "KEYWORDS",
     "KEYWORDS_BYTES_RE",
     "KEYWORDS_RE",
+    "Read",
+    "dp_engine",
     "parse_logical_line",
 ]
+
+Read = Observation | KillLine
+"""What one logical line can carry: an observation, or a force-kill line the launch
+assembler pairs into a :class:`~vllm_evidence.adapters.startup_log.launch.ShutdownKill`."""
 
 
 # --------------------------------------------------------------------------------------
@@ -117,7 +130,7 @@ _ENGINE_CORE_PREFIXES = ("EngineCore_DP", "EngineCore_")
 _MAX_INDEX_DIGITS = 18
 
 
-def _dp_engine(name: str | None) -> int | None:
+def dp_engine(name: str | None) -> int | None:
     """``EngineCore_DP1`` or ``EngineCore_1`` → 1; any other name → ``None``."""
     for prefix in _ENGINE_CORE_PREFIXES:
         if name is not None and name.startswith(prefix):
@@ -135,7 +148,7 @@ def _process(tag: RawTag | None, outer: str | None) -> ProcessTag | None:
         pid=tag.pid,
         ip=tag.ip,
         outer=outer,
-        dp_engine=_dp_engine(tag.name),
+        dp_engine=dp_engine(tag.name),
         worker=worker_name(tag.name),
     )
 
@@ -203,6 +216,8 @@ KEYWORDS: tuple[str, ...] = (
     "shutdown triggered",
     "trigger received signal",
     "shutting down FastAPI",
+    # A shutdown's force kill of an engine core's process tree (_workers.kill_line).
+    "force killing",
 )
 KEYWORDS_RE = re.compile("|".join(re.escape(k) for k in KEYWORDS))
 KEYWORDS_BYTES_RE = re.compile("|".join(re.escape(k) for k in KEYWORDS).encode())
@@ -361,12 +376,12 @@ def _concurrency(text: str) -> Concurrency | None:
     return None if isinstance(parsed, MeasureParseFailure) else parsed
 
 
-def parse_logical_line(text: str, line: int) -> list[Observation]:
+def parse_logical_line(text: str, line: int) -> list[Read]:
     """Every observation one cleaned logical line carries (usually none or one)."""
     if KEYWORDS_RE.search(text) is None:
         return []
     h = split_header(text)
-    out: list[Observation] = []
+    out: list[Read] = []
     # A transformed head's tag is not the printing process's word for itself.
     proc = None if h.transformed else _process(h.tag, h.outer)
     if h.file in EXECUTOR_FILES:
@@ -378,6 +393,12 @@ def parse_logical_line(text: str, line: int) -> list[Observation]:
     if event is not None:
         out.append(event)
         return out
+    if "force killing" in msg and not h.transformed:
+        # Which process printed a kill line is what pairs it: only under vLLM's own tag.
+        kill = kill_line(msg, line, proc)
+        if kill is not None:
+            out.append(kill)
+            return out
     if "/rank_" in msg and not h.transformed:
         cache = compile_cache_line(msg, line, proc)
         if cache is not None:

@@ -1,6 +1,7 @@
 """The lines a worker process prints about itself: its rank and world, the directory of
 its torch.compile cache, the executor a worker's own process tag names, and that tag's
-name read into its parts.
+name read into its parts; and the lines the API server prints when it force-kills an
+engine core and that engine's worker processes at shutdown (:class:`KillLine`).
 
 Part of the startup-log grammar (:mod:`~vllm_evidence.adapters.startup_log._grammar`
 dispatches to these once a message is known to be a worker line); kept apart because
@@ -9,7 +10,10 @@ rank presence is read from these lines alone.
 
 from __future__ import annotations
 
+import enum
 import re
+
+import attrs
 
 from vllm_evidence._bounds import wire_int
 from vllm_evidence.adapters.startup_log._lexer import Header
@@ -28,7 +32,15 @@ from vllm_evidence.adapters.startup_log.observations import (
     _mint_worker,
 )
 
-__all__ = ["compile_cache_line", "rank_lines", "tag_markers", "worker_name"]
+__all__ = [
+    "KillLine",
+    "KillLineKind",
+    "compile_cache_line",
+    "kill_line",
+    "rank_lines",
+    "tag_markers",
+    "worker_name",
+]
 
 _WORLD_RE = re.compile(
     r"world_size=(?P<ws>[0-9]+) rank=(?P<r>[0-9]+) local_rank=(?P<lr>[0-9]+) "
@@ -147,7 +159,9 @@ def tag_markers(process: ProcessTag | None, line: int) -> list[ExecutorObservati
 # million ranks in one group); the older forms' ranks at most 18 (``wire_int``).
 _GROUPS_NAME_RE = re.compile(r"(?:Vllm)?Worker(?P<fields>(?:_[A-Z]+[0-9]+)*)")
 _GROUP_FIELD_RE = re.compile(r"_(?P<k>[A-Z]+)(?P<v>[0-9]+)")
-_OLD_NAME_RE = re.compile(r"VllmWorker(?: rank=(?P<rank>[0-9]+)| TP(?P<tp>[0-9]+))")
+_OLD_NAME_RE = re.compile(
+    r"VllmWorker(?: rank=(?P<rank>[0-9]+)| TP(?P<tp>[0-9]+)|-(?P<proc>[0-9]+))"
+)
 _MAX_GROUP_DIGITS = 6
 
 
@@ -156,15 +170,20 @@ def worker_name(name: str | None) -> WorkerName | None:
     ``Worker`` in it, or Ray's ``RayWorkerWrapper``, whose name says nothing of a rank).
 
     ``Worker_DP1_PP0_TP1`` → its groups; ``VllmWorker TP1`` → ``TP`` 1;
-    ``VllmWorker rank=1`` → rank 1; any other worker's name is
-    :attr:`~WorkerNameForm.UNREAD` (seen, nothing read from it).
+    ``VllmWorker rank=1`` → rank 1, and so is ``VllmWorker-1``: the name
+    ``MultiprocExecutor`` gives the worker's process (``name=f"VllmWorker-{rank}"``, the
+    rank in its engine's own world: v0.8.5 ``v1/executor/multiproc_executor.py`` L331,
+    v0.31.0 L742, v0.32.0 L747 with ``rank = local_world_size × node_rank_within_dp +
+    local_rank``, L178-191), which tags the worker's lines until it names itself
+    ``Worker…`` (0.31.0 and 0.32.0 print a warning or two under it); any other worker's
+    name is :attr:`~WorkerNameForm.UNREAD` (seen, nothing read from it).
     """
     if name is None or "Worker" not in name or name.startswith("Ray"):
         return None
     old = _OLD_NAME_RE.fullmatch(name)
     if old is not None:
-        if old["rank"] is not None:
-            rank = wire_int(old["rank"])
+        if old["rank"] is not None or old["proc"] is not None:
+            rank = wire_int(old["rank"] if old["rank"] is not None else old["proc"])
             if rank is not None:
                 return _mint_worker(form=WorkerNameForm.RANK, groups=(), rank=rank)
         else:
@@ -187,3 +206,77 @@ def worker_name(name: str | None) -> WorkerName | None:
 
 def _unread() -> WorkerName:
     return _mint_worker(form=WorkerNameForm.UNREAD, groups=(), rank=None)
+
+
+# --------------------------------------------------------------------------------------
+# A shutdown's force kill (vLLM 0.32.0 ``v1/utils.py`` ``shutdown()`` L605-658 and
+# ``utils/system_utils.py`` ``kill_process_tree()`` L207-233).
+
+
+class KillLineKind(enum.Enum):
+    """Which line of a shutdown's force kill a :class:`KillLine` is."""
+
+    START = "start"
+    """``[shutdown] Process manager: force killing remaining processes count=N`` (or the
+    ``Subprocess manager``'s, which names no parent before its sub-process lines)."""
+    ROOT = "root"
+    """``[shutdown] Process manager: force killing remaining process NAME pid P``: the
+    manager kills the process tree of P next."""
+    DESCENDANT = "descendant"
+    """``[shutdown] force killing sub process NAME pid C``: C is a live descendant of the
+    process whose tree is being killed."""
+    BREAK = "break"
+    """Any other recognised line from the same process (internal: it ends the run of
+    descendant lines, so a later one is never taken for the earlier root's)."""
+
+
+@attrs.frozen
+class KillLine:
+    """One line of a shutdown's force kill (internal; the launch assembler pairs a root
+    line with the descendant lines the same process prints after it)."""
+
+    kind: KillLineKind
+    name: str | None
+    """The process's name as printed (``EngineCore_DP0``, ``VLLM::Worker_TP1``)."""
+    pid: int | None
+    line: int
+    process: ProcessTag | None
+    """The printing process's tag (the API server's)."""
+
+
+_KILL_START_RE = re.compile(
+    r"\[shutdown\] (?:Process|Subprocess) manager: force killing remaining processes "
+    r"count=[0-9]{1,9}\s*$"
+)
+_KILL_ROOT_RE = re.compile(
+    r"\[shutdown\] Process manager: force killing remaining process (?P<name>\S{1,256}) "
+    r"pid (?P<pid>[0-9]{1,9})\s*$"
+)
+_KILL_DESCENDANT_RE = re.compile(
+    r"\[shutdown\] force killing sub process (?P<name>\S{1,256}) pid (?P<pid>[0-9]{1,9})\s*$"
+)
+
+
+def kill_line(msg: str, line: int, proc: ProcessTag | None) -> KillLine | None:
+    """A shutdown's force-kill line, or ``None``.
+
+    vLLM's engine manager stops its engine cores with ``shutdown(procs)``: for each
+    process still alive after the grace period it logs ``force killing remaining process
+    NAME pid P`` and calls ``kill_process_tree(P)``, which lists P's descendants
+    (``psutil.Process(P).children(recursive=True)``) and, from 0.32.0, logs ``force
+    killing sub process NAME pid C`` for each before it kills them and then P (v0.32.0
+    ``v1/utils.py`` L648-658, ``utils/system_utils.py`` L207-233; 0.29.0 and 0.31.0 kill
+    the same tree without the sub-process line).  A worker of the ``mp`` executor is a
+    child of its engine core (``WorkerProc.make_worker_process``, v0.32.0
+    ``v1/executor/multiproc_executor.py`` L712-747), so the descendant lines after the
+    root line of one engine name that engine's workers.
+    """
+    if m := _KILL_ROOT_RE.match(msg):
+        kind = KillLineKind.ROOT
+    elif m := _KILL_DESCENDANT_RE.match(msg):
+        kind = KillLineKind.DESCENDANT
+    elif _KILL_START_RE.match(msg):
+        return KillLine(kind=KillLineKind.START, name=None, pid=None, line=line, process=proc)
+    else:
+        return None
+    return KillLine(kind=kind, name=m["name"], pid=int(m["pid"]), line=line, process=proc)

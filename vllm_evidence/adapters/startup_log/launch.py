@@ -44,15 +44,68 @@ from vllm_evidence.adapters.startup_log.observations import (
     LifeEvent,
     LifeKind,
     NonDefaultArgsObservation,
+    ProcessTag,
     RankObservation,
     RouteObservation,
     VersionObservation,
 )
 from vllm_evidence.measure import TokenCount
 
-__all__ = ["Launch", "StartupLog"]
+__all__ = ["KilledProcess", "Launch", "ShutdownKill", "StartupLog"]
 
 _PUBLIC = "vllm_evidence.adapters.startup_log.read_startup_log()"
+
+
+@final
+@attrs.frozen(init=False, repr=False)
+class KilledProcess(Sealed):
+    """One process a shutdown's force-kill line names."""
+
+    __public_constructor__ = _PUBLIC
+
+    name: str
+    """As printed: the manager's name for its process (``EngineCore_DP0``), or the
+    descendant's process name (``VLLM::Worker_TP1``)."""
+    pid: int
+    line: int
+
+
+_mint_killed = minter(KilledProcess, KilledProcess.__attrs_init__)
+
+
+@final
+@attrs.frozen(init=False, repr=False)
+class ShutdownKill(Sealed):
+    """A shutdown's force kill of one process and of its process tree, as the killing
+    process printed it: ``force killing remaining process EngineCore_DP0 pid 19267`` and
+    then one ``force killing sub process VLLM::Worker pid 19927`` line per live
+    descendant (vLLM 0.32.0, :func:`~vllm_evidence.adapters.startup_log._workers.kill_line`).
+
+    Paired by the launch assembler: the descendant lines that the same process (the same
+    tag) prints after the root line, before any other line of it that the reader
+    recognises (another root, a ``count=`` line, any observation).  Lines without a
+    process tag, or under a transformed head, are never paired.
+    """
+
+    __public_constructor__ = _PUBLIC
+
+    root: KilledProcess
+    dp_engine: int | None
+    """The data-parallel engine the root's name gives (``EngineCore_DP1`` → 1); ``None``
+    for any other process (``EngineCore`` of a launch without DP, the DP coordinator)."""
+    descendants: tuple[KilledProcess, ...]
+    """The root's live descendants at the kill, in line order (empty when it had none)."""
+    process: ProcessTag
+    """The killing process's tag (the API server's)."""
+
+    def _repr_summary(self) -> str:
+        return (
+            f"{self.root.name} pid {self.root.pid} at line {self.root.line}, "
+            f"{len(self.descendants)} descendant(s)"
+        )
+
+
+_mint_shutdown_kill = minter(ShutdownKill, ShutdownKill.__attrs_init__)
 
 
 @final
@@ -82,6 +135,9 @@ class Launch(Sealed):
     life: tuple[LifeEvent, ...]
     """The lifecycle lines, in line order (the first of each event from each process):
     serving, a worker's death, the engine's death, a failed initialisation, the end."""
+    shutdown_kills: tuple[ShutdownKill, ...]
+    """The shutdown's force kills of process trees, by root line (:class:`ShutdownKill`):
+    which worker processes were an engine core's descendants."""
     dev_mode_warning_lines: tuple[int, ...]
     api_server_pids: tuple[int, ...]
     transformed_head_lines: tuple[int, ...]

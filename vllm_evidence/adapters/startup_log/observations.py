@@ -20,7 +20,7 @@ from packaging.version import Version
 
 from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.measure import BlockCount, Concurrency, GiB, TokenCount
-from vllm_evidence.upstream import ExecutorBackend, ExecutorMarker
+from vllm_evidence.upstream import CapacityFormat, ExecutorBackend, ExecutorMarker
 
 __all__ = [
     "AvailableMemoryObservation",
@@ -324,14 +324,6 @@ class RouteObservation(Sealed):
 
 
 _mint_route = minter(RouteObservation, RouteObservation.__attrs_init__)
-
-
-class CapacityFormat(enum.Enum):
-    """Which capacity line format an entry was read from."""
-
-    V0_BLOCKS = "v0_blocks"
-    V1_TWO_LINE = "v1_two_line"
-    V1_ONE_LINE = "v1_one_line"
 
 
 @final

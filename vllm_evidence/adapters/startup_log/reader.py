@@ -13,14 +13,22 @@ import io
 import os
 from typing import IO
 
-from vllm_evidence.adapters.startup_log._grammar import KEYWORDS, parse_logical_line
+from vllm_evidence.adapters.startup_log._grammar import (
+    KEYWORDS,
+    Read,
+    dp_engine,
+    parse_logical_line,
+)
 from vllm_evidence.adapters.startup_log._lexer import clean, split_header, starts_record
-from vllm_evidence.adapters.startup_log._workers import tag_markers
+from vllm_evidence.adapters.startup_log._workers import KillLine, KillLineKind, tag_markers
 from vllm_evidence.adapters.startup_log.launch import (
     Launch,
+    ShutdownKill,
     StartupLog,
+    _mint_killed,
     _mint_launch,
     _mint_log,
+    _mint_shutdown_kill,
 )
 from vllm_evidence.adapters.startup_log.observations import (
     AvailableMemoryObservation,
@@ -34,7 +42,6 @@ from vllm_evidence.adapters.startup_log.observations import (
     ExecutorObservation,
     LifeEvent,
     NonDefaultArgsObservation,
-    Observation,
     ProcessTag,
     RankObservation,
     RouteObservation,
@@ -59,6 +66,51 @@ __all__ = ["keyword_line_starts", "read_startup_log"]
 
 #: The lifecycle events one launch keeps (a hostile log cannot grow the list past it).
 _MAX_LIFE_EVENTS = 256
+#: The force-kill lines one launch keeps (a launch kills a few engines and their workers).
+_MAX_KILL_LINES = 4096
+
+
+def _shutdown_kills(lines: list[KillLine]) -> tuple[ShutdownKill, ...]:
+    """Pair each root line with the descendant lines its process printed after it (see
+    :class:`~vllm_evidence.adapters.startup_log.launch.ShutdownKill`); one pass."""
+    open_roots: dict[str, tuple[KillLine, list[KillLine]]] = {}
+    kills: list[ShutdownKill] = []
+
+    def close(key: str) -> None:
+        found = open_roots.pop(key, None)
+        if found is None:
+            return
+        root, descendants = found
+        # A root line always has its name, pid and tag (kill_line, _kill).
+        assert root.name is not None  # noqa: S101
+        assert root.pid is not None  # noqa: S101
+        assert root.process is not None  # noqa: S101
+        kills.append(
+            _mint_shutdown_kill(
+                root=_mint_killed(name=root.name, pid=root.pid, line=root.line),
+                dp_engine=dp_engine(root.name),
+                descendants=tuple(
+                    _mint_killed(name=d.name or "", pid=d.pid or 0, line=d.line)
+                    for d in descendants
+                ),
+                process=root.process,
+            )
+        )
+
+    for kill in lines:
+        if kill.process is None:
+            continue
+        key = kill.process.text
+        if kill.kind is KillLineKind.DESCENDANT:
+            if key in open_roots:
+                open_roots[key][1].append(kill)
+            continue
+        close(key)
+        if kill.kind is KillLineKind.ROOT:
+            open_roots[key] = (kill, [])
+    for key in list(open_roots):
+        close(key)
+    return tuple(sorted(kills, key=lambda k: k.root.line))
 
 
 class _Assembler:
@@ -85,6 +137,9 @@ class _Assembler:
         self.memory: list[AvailableMemoryObservation] = []
         self.life: list[LifeEvent] = []
         self.life_seen: set[tuple[object, ...]] = set()
+        self.kills: list[KillLine] = []
+        self.killers: dict[str, bool] = {}
+        """Each killing process's tag, and whether its last kill line opened a tree."""
         self.dev: list[int] = []
         self.transformed: list[int] = []
         self.pre_banner: list[int] = []
@@ -110,6 +165,7 @@ class _Assembler:
                 blocks=tuple(self.blocks),
                 available_memory=tuple(self.memory),
                 life=tuple(self.life),
+                shutdown_kills=_shutdown_kills(self.kills),
                 dev_mode_warning_lines=tuple(self.dev),
                 api_server_pids=tuple(self.api_pids),
                 transformed_head_lines=tuple(self.transformed),
@@ -186,7 +242,21 @@ class _Assembler:
             )
         )
 
-    def feed(self, obs: Observation) -> None:
+    def _kill(self, kill: KillLine) -> None:
+        if kill.process is None or len(self.kills) >= _MAX_KILL_LINES:
+            return
+        self.kills.append(kill)
+        self.killers[kill.process.text] = kill.kind in (KillLineKind.ROOT, KillLineKind.DESCENDANT)
+
+    def interrupt(self, process: ProcessTag | None, line: int) -> None:
+        """A line of ``process`` that is no force-kill line: it ends that process's run
+        of descendant lines, so a later one is never taken for the earlier root's."""
+        if process is not None and self.killers.get(process.text):
+            self._kill(KillLine(KillLineKind.BREAK, None, None, line, process))
+
+    def feed(self, obs: Read) -> None:
+        process: ProcessTag | None = getattr(obs, "process", None)
+        key = process.text if process is not None else None
         if isinstance(obs, VersionObservation):
             if obs.source is not VersionSource.ENGINE_INIT:
                 self._marker(obs.source, obs.process, obs.line)
@@ -207,9 +277,9 @@ class _Assembler:
             return
         self._settle()
         self.evidence = True
-        process: ProcessTag | None = getattr(obs, "process", None)
-        key = process.text if process is not None else None
         match obs:
+            case KillLine():
+                self._kill(obs)
             case EngineConfigObservation():
                 self.engines.append(obs)
             case RankObservation():
@@ -255,12 +325,15 @@ def _parse(text: str, line: int, assembler: _Assembler) -> None:
         return
     if not observations:
         return
+    if not any(isinstance(obs, KillLine) for obs in observations):
+        for tag in {id(t): t for o in observations if (t := getattr(o, "process", None))}.values():
+            assembler.interrupt(tag, line)
     proc: ProcessTag | None = None
     for obs in observations:
         assembler.feed(obs)
-        if not isinstance(obs, CompileCacheObservation):
+        if not isinstance(obs, CompileCacheObservation | KillLine):
             # A compile-cache line states a rank, not the executor: its tag adds no
-            # executor marker.
+            # executor marker (nor does a force-kill line, printed by the API server).
             proc = proc or getattr(obs, "process", None)
     for marker in tag_markers(proc, line):
         assembler.feed(marker)

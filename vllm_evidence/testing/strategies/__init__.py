@@ -60,6 +60,7 @@ from vllm_evidence.testing.strategies.launches import (
     BACKENDS,
     UNPRINTED,
     WitnessedLaunch,
+    launcher_verification_key,
     launches,
     witnessed_launches,
 )
@@ -90,6 +91,7 @@ __all__ = [
     "capture_directories",
     "captured_readbacks",
     "historical_bundles",
+    "launcher_verification_key",
     "launches",
     "metrics_bodies",
     "metrics_observations",

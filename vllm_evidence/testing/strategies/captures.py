@@ -22,10 +22,6 @@ from __future__ import annotations
 from types import MappingProxyType
 from typing import TypeVar
 
-# httpx imports rich when it is installed, and rich draws from the global random at import
-# time. The probe imports httpx lazily; importing it here keeps that out of a draw
-# (hypothesis fails a strategy that touches the global random).
-import httpx  # noqa: F401
 from hypothesis import strategies as st
 from hypothesis.strategies import SearchStrategy
 

@@ -27,6 +27,7 @@ from hypothesis.strategies import SearchStrategy
 
 from vllm_evidence.adapters.receipt import RECEIPT_SCHEMA, ReceiptRecord
 from vllm_evidence.capture.process import go_float
+from vllm_evidence.capture.signing import SigningKey, VerificationKey
 from vllm_evidence.launch import receipt_document
 from vllm_evidence.testing._capture import CaptureDirectory
 from vllm_evidence.testing.strategies._common import GROUP_AWARE_RELEASES, RELEASES, _at_least
@@ -38,7 +39,28 @@ from vllm_evidence.testing.strategies.logs import (
 )
 from vllm_evidence.upstream.routes import Route
 
-__all__ = ["BACKENDS", "UNPRINTED", "WitnessedLaunch", "launches", "witnessed_launches"]
+__all__ = [
+    "BACKENDS",
+    "UNPRINTED",
+    "WitnessedLaunch",
+    "launcher_verification_key",
+    "launches",
+    "witnessed_launches",
+]
+
+#: The key the kit's launcher signs every generated receipt with: made for this process,
+#: never written anywhere, so no receipt outside the kit's draws is signed by it.
+_LAUNCHER_KEY: Final = SigningKey.generate()
+
+
+def launcher_verification_key() -> VerificationKey:
+    """The public key the kit's generated receipts are signed by (as a launcher given
+    ``--receipt-signing-key`` signs its own): give it to
+    ``read_launch_receipt(path, verification_key=...)``, or write its
+    :meth:`~vllm_evidence.capture.signing.VerificationKey.pem` to a file for
+    ``probe --receipt-public-key``."""
+    return _LAUNCHER_KEY.verification_key
+
 
 #: The executor backends the ``backend`` knob prints (``uni`` runs one worker).
 BACKENDS: Final[tuple[str, ...]] = ("mp", "ray", "uni")
@@ -260,7 +282,7 @@ def _receipt(log: GeneratedLog, start: str, pid: int) -> bytes:
         log_bytes=len(log.text),
         log_sha256=hashlib.sha256(log.text).hexdigest(),
     )
-    return json.dumps(receipt_document(record)).encode()
+    return json.dumps(receipt_document(record, _LAUNCHER_KEY)).encode()
 
 
 def _front_door_bodies(release: str, start: str) -> dict[Route, bytes]:

@@ -58,6 +58,7 @@ from vllm_evidence.testing.strategies.launches import (
     _receipt,
     _start_time,
     _witnessed_from,
+    launcher_verification_key,
 )
 from vllm_evidence.testing.strategies.logs import GeneratedLaunch, GeneratedLog, _log
 from vllm_evidence.upstream.routes import Route
@@ -140,7 +141,9 @@ class GeneratedServer:
 
     def launch_receipt(self) -> LaunchReceipt:
         """The receipt, parsed (``parse_launch_receipt``)."""
-        return parse_launch_receipt(self.receipt, "generated receipt")
+        return parse_launch_receipt(
+            self.receipt, "generated receipt", verification_key=launcher_verification_key()
+        )
 
     def assess(
         self, *, with_log: bool = True, with_receipt: bool = True, development_routes: bool = True
