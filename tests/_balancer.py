@@ -17,11 +17,12 @@ With one upstream it is a sticky front door: everything reaches one process.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
-from typing import Literal, final
+from typing import Any, Literal, final
 
 Per = Literal["request", "connection"]
 
@@ -40,6 +41,7 @@ class Balancer:
         self._requests = 0
         self._connections = 0
         self.routed: list[tuple[str, int]] = []
+        self._handlers: set[tuple[asyncio.Task[Any], asyncio.StreamWriter]] = set()
         self.url = ""
 
     def _choose(self, connection: int) -> int:
@@ -65,6 +67,9 @@ class Balancer:
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         connection = self._connections
         self._connections += 1
+        task = asyncio.current_task()
+        assert task is not None
+        self._handlers.add((task, writer))
         try:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
@@ -75,14 +80,28 @@ class Balancer:
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         finally:
+            self._handlers.discard((task, writer))
             writer.close()
+            with contextlib.suppress(Exception, asyncio.CancelledError):
+                await writer.wait_closed()
 
     async def _serve(self, started: Future[str], stop: asyncio.Event) -> None:
         server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
         started.set_result(f"http://127.0.0.1:{port}")
-        async with server:
-            await stop.wait()
+        await stop.wait()
+        server.close()  # no new connection; then end those open (wait_closed waits for them)
+        # A client's kept-alive connection still has its handler waiting on a read: end
+        # each one here, so that its transport is closed by this loop, not left to the
+        # garbage collector (a ResourceWarning in whatever test runs next).
+        # Closing its transport ends the handler's read (end of stream) without a cancel.
+        handlers = list(self._handlers)
+        for _, writer in handlers:
+            writer.close()
+        await asyncio.gather(*(handler for handler, _ in handlers), return_exceptions=True)
+        await server.wait_closed()
+        for _ in range(3):  # let the transports closed above call connection_lost
+            await asyncio.sleep(0)
 
     def upstreams_of(self, path: str) -> list[int]:
         """The upstream each request for ``path`` went to, in arrival order."""
