@@ -14,7 +14,7 @@ from pathlib import Path
 from live_vllm.common import PYTEST_TIMEOUT_S, REPO, log
 from live_vllm.recording import record
 from live_vllm.releases import VLLM_VERSION, Release
-from live_vllm.scenarios import SCENARIO_NAMES
+from live_vllm.scenarios import CHECK_SCENARIO_NAMES
 
 __all__ = ["LIVE_TESTS", "RELEASE_TESTS", "check", "check_release", "print_timings"]
 
@@ -55,11 +55,12 @@ def _test_fresh(
 
 
 def check() -> int:
-    """Record 0.32.0's four scenarios afresh, then run the live tests on them (the key of
-    the run in ``VLLM_EVIDENCE_LIVE_SECRET``, for the tests to look for)."""
+    """Record 0.32.0's four scenarios and the gate's worker kill afresh, then run the
+    live tests on them (the key of the run in ``VLLM_EVIDENCE_LIVE_SECRET``, for the tests
+    to look for)."""
     with tempfile.TemporaryDirectory(prefix="live-vllm-captures-") as tmp:
         out = Path(tmp) / f"vllm-{VLLM_VERSION}-cpu"
-        run, timings = record(SCENARIO_NAMES, out)
+        run, timings = record(CHECK_SCENARIO_NAMES, out)
         secret = {"VLLM_EVIDENCE_LIVE_SECRET": run.api_key}
         if _test_fresh(out, LIVE_TESTS, timings, "live", secret):
             return 1

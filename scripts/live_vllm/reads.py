@@ -11,7 +11,18 @@ from live_vllm.common import HOST, REQUEST_TIMEOUT_S, LiveTierError, log
 from live_vllm.runs import Run
 from live_vllm.scenarios import Scenario
 
-__all__ = ["ROUTES", "fix_content_length", "get", "record_route", "save_log"]
+__all__ = [
+    "GATE_ROUTES",
+    "ROUTES",
+    "fix_content_length",
+    "gate_get",
+    "get",
+    "record_route",
+    "save_log",
+]
+
+#: What the gate (``launch --serve``) serves, read in ``tp2-gate-worker-kill``. GET only.
+GATE_ROUTES = frozenset({"/ready", "/live", "/metrics", "/assessment"})
 
 #: The closed set of routes read, in order: (stem, path). GET only.
 ROUTES: tuple[tuple[str, str], ...] = (
@@ -44,6 +55,21 @@ def get(
         lines += [f"{name}: {value}" for name, value in resp.getheaders()]
         head = ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
         return resp.status, head, body
+    finally:
+        conn.close()
+
+
+def gate_get(port: int, path: str, *, timeout: float = 2.0) -> tuple[int, bytes]:
+    """GET ``path`` from the gate on loopback; return (status, body). A path the gate does
+    not serve is refused before any connection is made."""
+    if path not in GATE_ROUTES:
+        msg = f"refusing to read {path!r} from the gate: not one of its routes"
+        raise LiveTierError(msg)
+    conn = http.client.HTTPConnection(HOST, port, timeout=timeout)
+    try:
+        conn.request("GET", path)
+        resp = conn.getresponse()
+        return resp.status, resp.read()
     finally:
         conn.close()
 

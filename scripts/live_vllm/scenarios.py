@@ -15,6 +15,9 @@ from typing import Literal, get_args
 from live_vllm.releases import VLLM_VERSION, Release
 
 __all__ = [
+    "CHECK_SCENARIO_NAMES",
+    "GATE_INTERVAL",
+    "GATE_REQUIRES",
     "LIFECYCLES",
     "LIFECYCLE_SCENARIOS",
     "LIFECYCLE_SCENARIO_NAMES",
@@ -33,7 +36,9 @@ __all__ = [
     "record_names",
 ]
 
-Lifecycle = Literal["worker-kill", "engine-kill", "keepalive-engine-death", "failed-startup"]
+Lifecycle = Literal[
+    "worker-kill", "engine-kill", "keepalive-engine-death", "failed-startup", "gate-worker-kill"
+]
 #: Every lifecycle a scenario may have.
 LIFECYCLES: tuple[Lifecycle, ...] = get_args(Lifecycle)
 
@@ -56,7 +61,8 @@ class Scenario:
     data_parallel_size: int = 1
     lifecycle: Lifecycle | None = None
     """What happens after start-up (``LIFECYCLE_SCENARIOS``): ``worker-kill``,
-    ``engine-kill``, ``keepalive-engine-death`` or ``failed-startup``."""
+    ``engine-kill``, ``keepalive-engine-death``, ``failed-startup`` or
+    ``gate-worker-kill`` (started under the gate, ``launch --serve``)."""
     keep_alive: bool = False
     """``VLLM_KEEP_ALIVE_ON_ENGINE_DEATH=1``: the API server outlives its engine."""
     enforce_eager: bool = False
@@ -184,8 +190,31 @@ LIFECYCLE_SCENARIOS: tuple[Scenario, ...] = (
         launched=True,
         lifecycle="failed-startup",
     ),
+    Scenario(
+        name="tp2-gate-worker-kill",
+        summary=(
+            "TP=2 started under the gate (`vllm-evidence launch --serve … --require parallel "
+            "capacity health_coverage --interval 1s`); once the gate's `/ready` answered 200, "
+            "`kill -9` of the rank-1 worker, then the gate's `/ready` and vLLM's `/health` "
+            "read every 0.2 s (`gate-after.txt`), and the gate's `/ready` body after the kill "
+            "kept (`ready-after.json`), with the gate's `/metrics` before and after. "
+            "Development mode on; the top-level route files were read while it served."
+        ),
+        tensor_parallel_size=2,
+        dev_mode=True,
+        launched=True,
+        lifecycle="gate-worker-kill",
+    ),
 )
 LIFECYCLE_SCENARIO_NAMES = tuple(s.name for s in LIFECYCLE_SCENARIOS)
+
+#: What ``check`` records on 0.32.0: its four scenarios, then the gate on a worker kill.
+CHECK_SCENARIO_NAMES = (*SCENARIO_NAMES, "tp2-gate-worker-kill")
+
+#: The claims the gate's ``/ready`` requires in ``tp2-gate-worker-kill``.
+GATE_REQUIRES = ("parallel", "capacity", "health_coverage")
+#: The gate's round interval there.
+GATE_INTERVAL = "1s"
 
 _RELEASE_COMMON = (
     "Development mode on (`VLLM_SERVER_DEV_MODE=1`), served as `tiny-llama`, float32, "
@@ -316,13 +345,14 @@ def record_names(release: Release, requested: Sequence[str]) -> list[str]:
 
 
 def check_names(release: Release, requested: Sequence[str]) -> tuple[str, ...]:
-    """What ``check`` records: 0.32.0's four scenarios (none may be named), or another
-    release's scenarios asked for, else its ``Release.scenarios``."""
+    """What ``check`` records: 0.32.0's four scenarios and the gate's worker kill (none
+    may be named), or another release's scenarios asked for, else its
+    ``Release.scenarios``."""
     if release.own:
         if requested:
-            msg = f"check --release {VLLM_VERSION} runs its four scenarios"
+            msg = f"check --release {VLLM_VERSION} runs its own scenarios"
             raise ScenarioChoiceError(msg)
-        return SCENARIO_NAMES
+        return CHECK_SCENARIO_NAMES
     unknown = sorted(set(requested) - set(RELEASE_SCENARIO_NAMES))
     if unknown:
         msg = f"unknown scenario(s) {unknown}; choose from {RELEASE_SCENARIO_NAMES}"

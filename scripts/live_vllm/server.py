@@ -27,18 +27,38 @@ from live_vllm.common import (
 )
 from live_vllm.reads import get
 from live_vllm.runs import Run
-from live_vllm.scenarios import Scenario
+from live_vllm.scenarios import GATE_INTERVAL, GATE_REQUIRES, Scenario
 
 __all__ = ["Server", "dist_ids", "free_port", "launcher_argv"]
 
 
 def launcher_argv(
-    command: Sequence[str], *, receipt: Path, log_path: Path, signing_key: Path
+    command: Sequence[str],
+    *,
+    receipt: Path,
+    log_path: Path,
+    signing_key: Path,
+    gate_port: int | None = None,
 ) -> list[str]:
     """The launch witness: ``vllm-evidence launch --receipt R --log L
     --receipt-signing-key K -- COMMAND`` run by this interpreter (the launcher tees the
     command's output to the log and to its own stdout and stderr, and writes the receipt,
-    signed with the run's key)."""
+    signed with the run's key).  With ``gate_port``, the gate instead of a signed receipt:
+    ``--serve HOST:GATE_PORT --require GATE_REQUIRES --interval GATE_INTERVAL`` (the gate
+    joins its child's log in process and takes no key; its receipt, unsigned, still names
+    the child's pid for the recorder)."""
+    gate = (
+        ["--receipt-signing-key", str(signing_key)]
+        if gate_port is None
+        else [
+            "--serve",
+            f"{HOST}:{gate_port}",
+            "--require",
+            *GATE_REQUIRES,
+            "--interval",
+            GATE_INTERVAL,
+        ]
+    )
     return [
         sys.executable,
         "-m",
@@ -48,8 +68,7 @@ def launcher_argv(
         str(receipt),
         "--log",
         str(log_path),
-        "--receipt-signing-key",
-        str(signing_key),
+        *gate,
         "--",
         *command,
     ]
@@ -70,6 +89,8 @@ class Server:
         self.ready = False
         self.shm_before: set[str] = set()
         self.started_at = 0.0
+        self.gate_port: int | None = None
+        """The gate's port (``launch --serve``), for a ``gate-worker-kill`` scenario."""
 
     @property
     def receipt_path(self) -> Path:
@@ -90,11 +111,14 @@ class Server:
         argv = self.run.argv(self.scenario)
         sink = self.log_path
         if self.scenario.launched:
+            if self.scenario.lifecycle == "gate-worker-kill":
+                self.gate_port = free_port()
             argv = launcher_argv(
                 argv,
                 receipt=self.receipt_path,
                 log_path=self.log_path,
                 signing_key=self.run.receipt_keys[0],
+                gate_port=self.gate_port,
             )
             sink = self.terminal_path
         with sink.open("wb") as logf:

@@ -22,7 +22,13 @@ COMMITTED = Path(__file__).resolve().parents[1] / "fixtures" / "real" / "vllm-0.
 ROOT = Path(os.environ.get("VLLM_EVIDENCE_LIVE_CAPTURES") or COMMITTED)
 SCENARIOS = ("tp1-devmode-alias", "tp2-apikey", "tp2-devmode", "restart-mid-batch")
 #: After start-up (tests/test_real_lifecycle.py reads them): recorded apart, not by `check`.
-LIFECYCLE = ("tp2-worker-kill", "tp1-engine-kill", "tp2-keepalive-engine-death", "failed-startup")
+LIFECYCLE = (
+    "tp2-worker-kill",
+    "tp1-engine-kill",
+    "tp2-keepalive-engine-death",
+    "failed-startup",
+    "tp2-gate-worker-kill",
+)
 #: Other launch shapes (tests/test_real_shapes.py reads them): recorded apart, not by `check`.
 SHAPES = ("dp2-eager", "tp1-hybrid")
 KEY_PREFIX = "live-tier-key-"  # every key the recorder makes starts with this
@@ -54,8 +60,8 @@ def test_every_scenario_was_recorded() -> None:
     recorded = sorted(p.name for p in ROOT.iterdir() if p.is_dir())
     if ROOT == COMMITTED:
         assert recorded == sorted(SCENARIOS + LIFECYCLE + SHAPES)
-    else:  # a fresh `check` records the four scenarios only
-        assert recorded == sorted(SCENARIOS)
+    else:  # a fresh `check` records the four scenarios and the gate's worker kill
+        assert recorded == sorted((*SCENARIOS, "tp2-gate-worker-kill"))
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)

@@ -58,7 +58,7 @@ def test_the_live_tiers_own_four_are_the_ones_ci_and_the_live_tests_name() -> No
 
 def test_every_name_is_unique_across_all_four_tables() -> None:
     names = [s.name for s in EVERY]
-    assert len(names) == len(set(names)) == 15
+    assert len(names) == len(set(names)) == 16
     assert all(s.summary.strip() for s in EVERY)
 
 
@@ -227,8 +227,8 @@ def test_record_refuses_a_name_the_release_does_not_record(
 
 
 def test_check_of_the_own_release_records_its_four_and_takes_no_names() -> None:
-    assert check_names(OWN, []) == SCENARIO_NAMES
-    with pytest.raises(ScenarioChoiceError, match=r"^check --release 0\.32\.0 runs its four"):
+    assert check_names(OWN, []) == (*SCENARIO_NAMES, "tp2-gate-worker-kill")
+    with pytest.raises(ScenarioChoiceError, match=r"^check --release 0\.32\.0 runs its own"):
         check_names(OWN, ["tp1-devmode-alias"])
 
 
@@ -237,3 +237,26 @@ def test_check_of_another_release_takes_its_names_else_its_default() -> None:
     assert check_names(OTHER, []) == ("tp1", "tp2")
     with pytest.raises(ScenarioChoiceError, match=r"unknown scenario\(s\) \['tp1-hybrid'\]"):
         check_names(OTHER, ["tp1", "tp1-hybrid"])
+
+
+def test_the_gate_scenario_runs_the_gate_and_the_launcher_takes_its_command_line(
+    tmp_path: Path,
+) -> None:
+    """``tp2-gate-worker-kill`` is launched under ``--serve`` with the claims it requires,
+    and without a signing key (which the launcher refuses beside ``--serve``)."""
+    from live_vllm.scenarios import GATE_REQUIRES
+
+    from vllm_evidence.cli import build_parser
+
+    (scenario,) = [s for s in EVERY if s.lifecycle == "gate-worker-kill"]
+    run = _run(_release_of(scenario), tmp_path)
+    receipt, log = tmp_path / "r.json", tmp_path / "startup.log"
+    argv = launcher_argv(
+        run.argv(scenario), receipt=receipt, log_path=log, signing_key=tmp_path / "k", gate_port=9
+    )
+    args = build_parser().parse_args(argv[3:])
+    assert args.serve == "127.0.0.1:9"
+    assert tuple(args.require) == GATE_REQUIRES
+    assert args.receipt_signing_key is None
+    plain = launcher_argv(["vllm"], receipt=receipt, log_path=log, signing_key=tmp_path / "k")
+    assert build_parser().parse_args(plain[3:]).serve is None
