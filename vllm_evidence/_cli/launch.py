@@ -160,19 +160,14 @@ def _signing_key(args: argparse.Namespace) -> SigningKey | None:
     return environment_signing_key("--receipt-signing-key", SIGNING_KEY_ENV)
 
 
-class _Stopped(BaseException):
-    """A forwarded signal before the launcher's own relay took over."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
 def _run(args: argparse.Namespace) -> int:
     # Signals first, before any import that takes time: from here on SIGINT, SIGTERM,
     # SIGHUP and SIGQUIT stop the launcher quietly (exit 128+N) until the child exists,
     # and are forwarded to it after (capture.process.SignalRelay).  Blocked ones are
-    # unblocked: a launcher started with them blocked would never forward one.
+    # unblocked: a launcher started with them blocked would never forward one.  The
+    # handler only keeps the first signal; the launcher stops for it at a safe point (an
+    # exception raised from a handler can land in an import's weakref callback, where
+    # Python prints "Exception ignored" and goes on, the signal lost).
     import signal
 
     forwarded = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT)
@@ -181,7 +176,6 @@ def _run(args: argparse.Namespace) -> int:
     def stop(signum: int, _frame: FrameType | None) -> None:
         if not stopping:
             stopping.append(signum)
-            raise _Stopped(signum)
 
     previous: dict[int, Any] = {}
     mask: set[int | signal.Signals] | None = None
@@ -198,6 +192,8 @@ def _run(args: argparse.Namespace) -> int:
         try:
             relay = SignalRelay()
             relay.install()  # the same, until a child exists; then forwarded
+            if stopping:  # taken while the launcher was importing
+                return 128 + stopping[0]
             command = list(args.command)
             if command and command[0] == "--":
                 command = command[1:]
@@ -231,10 +227,10 @@ def _run(args: argparse.Namespace) -> int:
                 return fail(PROG, str(exc))
         except LauncherStopped as exc:
             return 128 + exc.signum
-    except (_Stopped, KeyboardInterrupt) as exc:
-        return 128 + (exc.signum if isinstance(exc, _Stopped) else signal.SIGINT)
+    except KeyboardInterrupt:  # SIGINT before `stop` was installed
+        return 128 + signal.SIGINT
     finally:
-        stopping.append(0)  # from here `stop` ignores a signal: nothing raises in here
+        stopping.append(0)  # `stop` keeps nothing more from here
         if relay is not None:
             relay.uninstall()  # gives back `stop`, put back below
         for signum, handler in previous.items():

@@ -353,9 +353,13 @@ class SignalRelay:
     """What the launcher does with the :data:`FORWARDED` signals, from its start to its
     exit.  :meth:`install` it on the main thread as early as possible; then a signal
 
-    * before a child exists stops the launcher: :class:`LauncherStopped` is raised (once;
-      later ones are ignored while it unwinds), or with ``stop_before_child=False`` it is
-      held like the next case;
+    * before a child exists stops the launcher: the first is kept, and
+      :class:`LauncherStopped` is raised for it at the next safe point — :meth:`hold`,
+      just before the child is started, or :meth:`check` — never from the handler itself
+      (an exception raised by a signal handler can land in a weakref callback or a
+      ``__del__``, where Python prints it as "Exception ignored" and goes on, the stop
+      lost); later ones are ignored.  With ``stop_before_child=False`` it is held like the
+      next case;
     * while the child starts (from its fork to its ``exec``) is held, and forwarded once
       the command runs (an interpreter in the middle of its start-up never gets one);
     * while the child runs is forwarded to it (it has its own process group: a terminal's
@@ -368,6 +372,7 @@ class SignalRelay:
     def __init__(self, *, stop_before_child: bool = True) -> None:
         self._stop = stop_before_child
         self._stopping = False
+        self._pending: int | None = None
         self._holding = False
         self._held: list[int] = []
         self._child: subprocess.Popen[bytes] | None = None
@@ -391,9 +396,17 @@ class SignalRelay:
             signal.pthread_sigmask(signal.SIG_SETMASK, self._mask)
             self._mask = None
 
+    def check(self) -> None:
+        """Raise :class:`LauncherStopped` for a signal taken before a child existed (once):
+        call it where stopping is safe."""
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            raise LauncherStopped(pending)
+
     def hold(self) -> None:
-        """The child is being started: hold signals until :meth:`attach` or
-        :meth:`release`."""
+        """The child is about to be started: first stop for a signal already taken
+        (:meth:`check`); then hold signals until :meth:`attach` or :meth:`release`."""
+        self.check()
         self._holding = True
 
     def attach(self, child: subprocess.Popen[bytes]) -> None:
@@ -425,7 +438,7 @@ class SignalRelay:
             return
         if not self._stopping:
             self._stopping = True
-            raise LauncherStopped(signum)
+            self._pending = signum  # raised at the next safe point, not from here
 
 
 #: The exec wrapper (see the module), run as ``python -I -S -c _EXEC_WRAPPER REPORT_FD
