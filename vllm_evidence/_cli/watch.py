@@ -32,6 +32,7 @@ examples:
   vllm-evidence watch --targets fleet.json --json > watch.jsonl
   vllm-evidence watch --targets fleet.txt --shard 0/4 --json   # one of four watchers
   vllm-evidence watch http://a:8000 --rounds 2 --json --require parallel
+  vllm-evidence watch --targets fleet.json --listen :9101 --require parallel capacity
 
 A targets file is plain lines (a URL a line, then optionally log=PATH receipt=PATH;
 blank lines and # comments skipped) or Prometheus file-based service discovery (a JSON
@@ -49,6 +50,11 @@ process_start_time_seconds), a front door that stopped or started answering, a l
 rotated, truncated, rewritten or gone.  A round begins --interval after the one before
 (at once when that one took longer).  Every request has its --timeout and every server
 its --deadline: a server that does not answer never holds up the others.
+
+--listen HOST:PORT serves what the gate serves, for the watched servers: /ready (200 when
+every server is ready; ?target=URL for one, 404 for a server not watched), /live (the
+rounds go on), /metrics (vllm_evidence_* series labelled by target and the file's labels)
+and /assessment?target=URL (the last round's document).
 
 exit status: 0 when the last round's servers all establish every --require'd claim
 (or none is required), 2 bad usage or an unreadable targets file, 3 a --require'd claim
@@ -158,6 +164,12 @@ def register(subparsers: Any) -> None:
         "--json", action="store_true", help="JSON lines even on a terminal (always when piped)"
     )
     parser.add_argument(
+        "--listen",
+        metavar="HOST:PORT",
+        help="serve /ready, /live, /metrics and /assessment for the watched servers "
+        "(:PORT: every interface)",
+    )
+    parser.add_argument(
         "--require",
         nargs="+",
         metavar="CLAIM",
@@ -249,17 +261,89 @@ def run(args: argparse.Namespace) -> int:
             f"{PROG}: note: --concurrency {args.concurrency} lowered to {concurrency}: this "
             "process may not open more files (ulimit -n)\n"
         )
+    listener = None
+    if args.listen is not None:
+        try:
+            listener = _Listener(targets, args.require, args.listen, args.interval)
+        except InputError as exc:
+            return fail(PROG, str(exc))
+        sys.stderr.write(
+            f"{PROG}: serving {listener.server.url} (/ready /live /metrics /assessment) for "
+            f"{len(targets)} server(s)\n"
+        )
+        sys.stderr.flush()
     live = None if args.json or not styled() else _Live(args.require)
     try:
         last = asyncio.run(
-            _watch(targets, args, key, concurrency, live, verify=_verify(args), receipt=receipt_key)
+            _watch(
+                targets,
+                args,
+                key,
+                concurrency,
+                live,
+                verify=_verify(args),
+                receipt=receipt_key,
+                listener=listener,
+            )
         )
     except InputError as exc:
         return fail(PROG, str(exc))
     finally:
         if live is not None:
             live.stop()
+        if listener is not None:
+            listener.close()
     return _status(last, args.require)
+
+
+class _Listener:
+    """``--listen``: the gate's routes over the watched servers, fed each round."""
+
+    def __init__(
+        self, targets: Sequence[Target], required: Sequence[Claim], listen: str, interval: float
+    ) -> None:
+        import time
+
+        from vllm_evidence.gate import Gate, GateTarget
+        from vllm_evidence.gate.server import GateServer, parse_address
+
+        address = parse_address(listen, "--listen")
+        self._gate_urls: dict[str, str] = {}
+        gate_targets = []
+        for target in targets:
+            if target.url in self._gate_urls:
+                continue  # the same server twice: one row in the gate
+            gate_target = GateTarget.of(target.url, target.labels)
+            self._gate_urls[target.url] = gate_target.url
+            gate_targets.append(gate_target)
+        self.gate = Gate(gate_targets, required)
+        self._stale = 3 * interval + 60.0
+        self._heartbeat = time.monotonic()
+        self._clock = time.monotonic
+        self.server = GateServer(self.gate, address, self._liveness, option="--listen")
+        self.server.start()
+
+    def _liveness(self) -> tuple[bool, str]:
+        age = self._clock() - self._heartbeat
+        if age > self._stale:
+            return False, f"no round has finished for {age:.0f} s"
+        return True, f"the last round finished {age:.1f} s ago"
+
+    def record(self, round_: Round) -> None:
+        """Record one watch round on the gate (the assessment of each server, or why
+        there is none)."""
+        from vllm_evidence.gate import TargetRound as GateRound
+
+        results = []
+        for target in round_.targets:
+            why = next(iter(target.problems), None) or target.reach_detail or "no assessment"
+            result = target.assessment if target.assessment is not None else why
+            results.append(GateRound(self._gate_urls[target.target.url], result))
+        self.gate.record(results, duration_s=round_.duration_s)
+        self._heartbeat = self._clock()
+
+    def close(self) -> None:
+        self.server.close()
 
 
 async def _watch(
@@ -271,6 +355,7 @@ async def _watch(
     *,
     verify: bool | str,
     receipt: VerificationKey | None,
+    listener: _Listener | None = None,
 ) -> Round | None:
     from vllm_evidence.watch import round_lines, watch
 
@@ -287,9 +372,11 @@ async def _watch(
         development_routes=not args.no_development_routes,
         verify=verify,
         receipt_key=receipt,
-        keep_assessments=False,
+        keep_assessments=listener is not None,  # the gate's /assessment serves them
     ):
         last = round_
+        if listener is not None:
+            listener.record(round_)
         if live is not None:
             live.show(round_)
             continue

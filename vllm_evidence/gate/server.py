@@ -86,21 +86,21 @@ Liveness = Callable[[], tuple[bool, str]]
 """``() -> (live, why)``: whether the gate's loop (and the launcher's child) run."""
 
 
-def parse_address(text: str) -> tuple[str, int]:
+def parse_address(text: str, option: str = "--serve") -> tuple[str, int]:
     """``HOST:PORT`` (``[::1]:9100``, ``:9100`` for every interface) as ``(host, port)``;
-    an :class:`InputError` naming the form otherwise."""
+    an :class:`InputError` naming the form (and ``option``) otherwise."""
     host, sep, port_text = text.rpartition(":")
     if not sep or not port_text.isdigit() or len(port_text) > 5:
-        msg = f"--serve {text[:80]!r}: give HOST:PORT (127.0.0.1:9100, [::]:9100, :9100)"
+        msg = f"{option} {text[:80]!r}: give HOST:PORT (127.0.0.1:9100, [::]:9100, :9100)"
         raise InputError(msg)
     port = int(port_text)
     if not 0 <= port <= 65535:
-        msg = f"--serve {text[:80]!r}: the port must be 0..65535"
+        msg = f"{option} {text[:80]!r}: the port must be 0..65535"
         raise InputError(msg)
     if host.startswith("[") and host.endswith("]"):
         host = host[1:-1]
     if any(c.isspace() for c in host) or len(host) > 253:
-        msg = f"--serve {text[:80]!r}: not a host name or address"
+        msg = f"{option} {text[:80]!r}: not a host name or address"
         raise InputError(msg)
     return host, port
 
@@ -300,7 +300,14 @@ class GateServer:
     ``liveness`` answers ``/live``.  :meth:`start` serves on a thread of its own;
     :meth:`close` stops and releases the port."""
 
-    def __init__(self, gate: Gate, address: tuple[str, int], liveness: Liveness) -> None:
+    def __init__(
+        self,
+        gate: Gate,
+        address: tuple[str, int],
+        liveness: Liveness,
+        *,
+        option: str = "--serve",
+    ) -> None:
         host, port = address
         self.gate = gate
         self.liveness = liveness
@@ -309,7 +316,7 @@ class GateServer:
         try:
             self._server = _Server((host or "0.0.0.0", port), _family(host), self)  # noqa: S104  # ':PORT' asks for every interface
         except socket.gaierror as exc:
-            msg = f"--serve {shown}: cannot resolve {host!r} ({exc.strerror or 'no such host'})"
+            msg = f"{option} {shown}: cannot resolve {host!r} ({exc.strerror or 'no such host'})"
             raise InputError(msg) from None
         except OSError as exc:
             why = {
@@ -317,7 +324,7 @@ class GateServer:
                 errno.EADDRNOTAVAIL: "that address is not one of this machine's",
                 errno.EACCES: "permission denied (a port below 1024 needs privileges)",
             }.get(exc.errno or 0, exc.strerror or type(exc).__name__)
-            msg = f"--serve {shown}: {why}"
+            msg = f"{option} {shown}: {why}"
             raise InputError(msg) from None
         self._stopped = threading.Event()
         self._threads: list[threading.Thread] = []
