@@ -43,6 +43,34 @@ def test_the_json_carries_what_the_text_prints(path: Path) -> None:
             assert ranks is not None
             printed = [int(r) for r in re.findall(r"(?:^|, )(\d+)", ranks.group(1))]
             assert [g["rank"] for g in resolved["global_ranks"]] == printed
+            # each rank's "(how)" in the text is the JSON's `how`, and none where it is null
+            said = re.findall(r"(?:^|, )\d+(?: \(([^)]*)\))?", ranks.group(1))
+            assert [g["how"] or "" for g in resolved["global_ranks"]] == said
+
+
+def test_the_attribution_is_in_both_and_says_the_line_that_read_the_engine() -> None:
+    """DP=2 ``--enforce-eager`` on 0.32.0: each worker's engine read from the shutdown's
+    force-kill lines; a DP=2 launch on 0.29.0: from the compile cache; TP=2: no engine to
+    read (no words, in the text or in the JSON)."""
+    cases = {
+        "vllm-0.32.0-cpu/dp2-eager": [
+            ("shutdown_kill", "DP engine from the shutdown's force-kill line 221"),
+            ("shutdown_kill", "DP engine from the shutdown's force-kill line 223"),
+        ],
+        "vllm-0.29.0-cpu/dp2": [
+            ("compile_cache", "DP engine from compile-cache line 77"),
+            ("compile_cache", "DP engine from compile-cache line 79"),
+        ],
+        "vllm-0.32.0-cpu/tp2-devmode": [("dp_wide_world", None), ("dp_wide_world", None)],
+    }
+    for where, expected in cases.items():
+        log = _read(REAL / where / "startup.log")
+        (launch,) = startup_log_document(log)["launches"]
+        ranks = launch["resolved_parallel"]["global_ranks"]
+        assert [(g["attribution"], g["how"]) for g in ranks] == expected, where
+        text = render_startup_log(log)
+        for _, how in expected:
+            assert how is None or f"({how})" in text, where
 
 
 def test_a_dp2_launch_says_dp2_and_both_ranks_in_the_json() -> None:

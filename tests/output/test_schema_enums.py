@@ -27,6 +27,7 @@ from vllm_evidence.capture.batch import CaptureOrigin, ExchangeRole, ProvenanceK
 from vllm_evidence.capture.follow import FollowEvent, FollowState
 from vllm_evidence.decisions import LogJoinReason
 from vllm_evidence.readback.evidence import SourceKind, Subject, arm_name
+from vllm_evidence.readback.parallel import RankAttribution
 from vllm_evidence.serialize import SCHEMA_NAMES, schema
 from vllm_evidence.upstream import (
     CapacityAuthority,
@@ -121,6 +122,7 @@ SOURCES: tuple[tuple[str, frozenset[object], frozenset[object]], ...] = (
     _exact("*/law_incarnation_marker/properties/marker", IncarnationMarker),
     _exact("laws:/$defs/read_release/properties/how", ReadHow),
     _exact("audit:/$defs/finding/properties/verdict", AuditVerdict),
+    _exact("*/global_ranks/items/properties/attribution", RankAttribution),
     # The watch documents (issue 32).
     ("watch-*:/properties/required/items", frozenset(CLAIMS), frozenset(CLAIMS)),
     ("watch-transition:*/properties/claim", frozenset(CLAIMS), frozenset(CLAIMS)),

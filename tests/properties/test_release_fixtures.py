@@ -92,7 +92,10 @@ def missing_files(scenario: Path) -> list[str]:
     else:
         need += ["startup.log"]
         need += [f"{stem}.{ext}" for stem in STEMS for ext in ("body", "headers")]
-        if doc.get("lifecycle"):
+        if doc.get("lifecycle") == "gate-worker-kill":  # the gate's reads, not a probe's
+            need += ["ready-before.json", "ready-after.json", "gate-after.txt"]
+            need += ["gate-metrics-before.txt", "gate-metrics-after.txt"]
+        elif doc.get("lifecycle"):
             need += ["probe-before.json"]
         if doc.get("lifecycle") == "keepalive-engine-death":
             need += [f"after-death/{stem}.{ext}" for stem in STEMS for ext in ("body", "headers")]

@@ -70,7 +70,14 @@ def test_the_eager_dp2_launch_maps_each_worker_by_its_engines_force_killed_tree(
     ranks = document["resolved_parallel"]["global_ranks"]
     assert [(r["rank"], r["pid"]) for r in ranks] == [(0, 19927), (1, 19921)]
     assert document["resolved_parallel"]["unmapped_why"] == []
-    assert _ranks_line(render_startup_log(startup_log)) == "0, 1"
+    assert [r["how"] for r in ranks] == [
+        "DP engine from the shutdown's force-kill line 221",
+        "DP engine from the shutdown's force-kill line 223",
+    ]
+    assert _ranks_line(render_startup_log(startup_log)) == (
+        "0 (DP engine from the shutdown's force-kill line 221), "
+        "1 (DP engine from the shutdown's force-kill line 223)"
+    )
 
 
 def test_the_eager_dp2_launch_cut_before_its_shutdown_says_why_nothing_is_mapped() -> None:

@@ -1,4 +1,4 @@
-"""A read startup log as the ``vllm-evidence.startup-log/4`` JSON document and as text.
+"""A read startup log as the ``vllm-evidence.startup-log/5`` JSON document and as text.
 
 The document is the package converter's rendering of a
 :class:`~vllm_evidence.adapters.startup_log.StartupLog`; the hooks of the log's types
@@ -19,7 +19,7 @@ from vllm_evidence.readback.parallel import launch_parallel
 
 __all__ = ["SCHEMA", "render_startup_log", "startup_log_document"]
 
-SCHEMA = "vllm-evidence.startup-log/4"
+SCHEMA = "vllm-evidence.startup-log/5"
 
 
 def _process_json(process: ProcessTag) -> dict[str, object]:
@@ -239,7 +239,7 @@ def _life_lines(launch: Launch) -> list[str]:
 
 
 def startup_log_document(log: StartupLog) -> dict[str, Any]:
-    """The ``vllm-evidence.startup-log/4`` JSON document of a read log."""
+    """The ``vllm-evidence.startup-log/5`` JSON document of a read log."""
     document: dict[str, Any] = converter.unstructure(log)
     return document
 
@@ -273,7 +273,15 @@ def _resolution_json(launch: Launch) -> dict[str, object]:
         ),
         "note": res.note,
         "global_ranks": [
-            {"rank": g.rank, "line": g.line, "pid": g.pid, "engine_line": g.engine_line}
+            {
+                "rank": g.rank,
+                "line": g.line,
+                "pid": g.pid,
+                "attribution": g.attribution.value,
+                "engine_line": g.engine_line,
+                "tree_line": g.tree_line,
+                "how": g.how,
+            }
             for g in res.ranks
         ],
         "unmapped_rank_lines": list(res.unmapped_lines),
@@ -292,15 +300,7 @@ def _resolved_lines(launch: Launch) -> list[str]:
     if config is None or res.note is None:
         return []
     ranks = (
-        ", ".join(
-            str(g.rank)
-            + (
-                ""
-                if g.engine_line is None
-                else f" (DP engine from compile-cache line {g.engine_line})"
-            )
-            for g in res.ranks
-        )
+        ", ".join(str(g.rank) + ("" if g.how is None else f" ({g.how})") for g in res.ranks)
         if res.ranks
         else "none"
     )

@@ -795,8 +795,9 @@ class GlobalRank(Sealed):
         """How the worker's DP engine was read, where its rank line is in one engine's
         own world, for a renderer to print after the rank: ``DP engine from compile-cache
         line 77``, ``DP engine from the shutdown's force-kill line 221`` (both, when both
-        named it); ``None`` when no engine had to be read (a rank line in the DP-wide
-        world, or an engine's own tag) and for a worker tag's rank with no engine read."""
+        named it); ``from the worker's own tag`` for a rank read from a tag's name; ``None``
+        when no engine had to be read (a rank line in the DP-wide world, or an engine's
+        own tag)."""
         said = []
         if self.engine_line is not None:
             said.append(f"compile-cache line {self.engine_line}")
