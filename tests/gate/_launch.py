@@ -97,7 +97,11 @@ class Launched:
 
 @contextmanager
 def launched(
-    tmp: Path, *, interval: str = "0.3s", extra: tuple[str, ...] = ()
+    tmp: Path,
+    *,
+    interval: str = "0.3s",
+    extra: tuple[str, ...] = (),
+    required: tuple[str, ...] = REQUIRED,
 ) -> Iterator[Launched]:
     """The launcher with the stub as its child, until the block ends (then stopped)."""
     stderr = tmp / "launcher.err"
@@ -106,7 +110,7 @@ def launched(
         "--serve",
         "127.0.0.1:0",
         "--require",
-        *REQUIRED,
+        *required,
         "--interval",
         interval,
         *extra,

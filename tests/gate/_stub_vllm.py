@@ -11,8 +11,10 @@ before its worker was killed:
 * it serves the recorded front door on ``127.0.0.1:N`` (the test kit's stub), with its
   own ``process_start_time_seconds`` on ``/metrics``, as vLLM's process collector prints
   it — so the launcher's receipt, built from what the launcher observed, joins its log;
-* ``SIGUSR1`` makes ``/health`` answer 503 (what 0.32.0 answers once its engine is dead),
-  ``SIGUSR2`` puts it back; ``SIGTERM`` ends it (status 0), its workers with it.
+* it answers ``POST /v1/completions`` with one token (the gate's ``--canary``);
+* ``SIGUSR1`` makes ``/health`` answer 503 and a completion 500 (what 0.32.0 answers once
+  its engine is dead), ``SIGUSR2`` puts both back; ``SIGTERM`` ends it (status 0), its
+  workers with it.
 
 Killing one of its workers (``kill -9``) is a rank lost, as on the real server.
 """
@@ -97,12 +99,19 @@ def main(argv: list[str]) -> int:
         served = None
         while not stopping:
             faults = {Route.HEALTH: Fault(status=503, body=b"")} if wanted[0] else {}
+            # A dead engine answers a completion 500, as vLLM's EngineDeadError handler.
+            completion = (
+                Fault(status=500, body=b'{"error":{"message":"EngineCore encountered an issue"}}')
+                if wanted[0]
+                else Fault()
+            )
             with serve_capture(
                 SCENARIO,
                 port=port,
                 bind_wait_s=5.0,
                 metrics_sequence=(metrics,),
                 faults=faults,
+                completion=completion,
             ):
                 if served is None:
                     served = startup_log(os.getpid(), (workers[0].pid, workers[1].pid), port)

@@ -88,6 +88,30 @@ def test_ready_follows_the_engines_health_both_ways(tmp_path: Path) -> None:
         assert _refusals(launcher.ready()[1]) == []
 
 
+def test_the_canary_serves_generation_and_follows_the_engine(tmp_path: Path) -> None:
+    """--canary: ``generation`` established while the child generates (one POST a round,
+    marked as the canary's), refused ``canary_http_error`` once a completion answers 500
+    (the dead engine), established again when it generates again."""
+    required = ("parallel", "generation")
+    with launched(tmp_path, extra=("--canary",), required=required) as launcher:
+        wait_for("/ready 200 with generation", lambda: _ready(launcher))
+        assert _metric_line(
+            launcher, 'vllm_evidence_claim_established{claim="generation"'
+        ).endswith(" 1.0")
+        assert 'by="canary"' in _metric_line(
+            launcher, 'vllm_evidence_claim_info{by="canary",claim="generation"'
+        )
+        child = launcher.child_pid()
+        os.kill(child, signal.SIGUSR1)  # /health 503 and a completion 500
+        wait_for("/ready 503", lambda: launcher.ready()[0] == 503)
+        wait_for(
+            "generation refused",
+            lambda: ("generation", "canary_http_error", "canary") in _refusals(launcher.ready()[1]),
+        )
+        os.kill(child, signal.SIGUSR2)
+        wait_for("/ready 200 again", lambda: _ready(launcher))
+
+
 def test_live_and_the_exit_status_follow_the_child(tmp_path: Path) -> None:
     marker = tmp_path / "go"
     child = (
@@ -189,6 +213,11 @@ def test_an_address_in_use_is_one_line_and_the_child_never_starts(tmp_path: Path
             "the command's --port 'http' is not a port",
         ),
         (["--serve", ":0", "--require", "parallel"], "no command to launch"),
+        (["--canary", "--receipt", "r", "--", "true"], "--canary goes with --serve"),
+        (
+            ["--serve", ":0", "--require", "generation", "--", "true"],
+            "generation is decided by the canary: require it with --canary",
+        ),
     ],
 )
 def test_bad_usage_is_one_line_before_anything_starts(

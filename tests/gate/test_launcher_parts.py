@@ -183,7 +183,7 @@ def test_a_round_joins_the_log_by_the_receipt_the_launcher_saw(tmp_path: Path) -
     assert (tree.root, len(tree.members)) == (10538, 4)
 
 
-def _rounds_over(tmp_path: Path, door_port: int) -> LaunchRounds:
+def _rounds_over(tmp_path: Path, door_port: int, *, canary: bool = False) -> LaunchRounds:
     data = (SCENARIO / "startup.log").read_bytes().split(b"\n")[:165]
     log = b"\n".join(data) + b"\n"
     rounds = LaunchRounds(
@@ -191,6 +191,7 @@ def _rounds_over(tmp_path: Path, door_port: int) -> LaunchRounds:
         child_front_door(["vllm", "serve", "m", "--port", str(door_port)]),
         timeout_s=5,
         proc=str(tmp_path / "proc"),
+        canary=canary,
     )
     reader, progress = _log_reader(tmp_path, log)
     rounds.started(_started(10538, "1.79621892679e+09"), progress, reader)
@@ -404,3 +405,22 @@ def test_a_new_start_time_on_the_front_door_forgets_the_first_start_times(
     assert new_tree is not None
     assert same_tree.state(RANK1) is ProcessState.REUSED
     assert new_tree.state(RANK1) is ProcessState.RUNNING
+
+
+@pytest.mark.parametrize("canary", [False, True])
+def test_a_round_sends_the_canary_once_and_only_when_asked(tmp_path: Path, canary: bool) -> None:
+    from vllm_evidence.testing.stub import Fault
+
+    recorded_tree(tmp_path / "proc")
+    with serve_capture(SCENARIO, completion=Fault()) as door:
+        rounds = _rounds_over(tmp_path, door.port, canary=canary)
+        (first,) = asyncio.run(rounds.round())
+        (second,) = asyncio.run(rounds.round())
+        posts = [r.path for r in door.requests if r.method == "POST"]
+    assert posts == (["/v1/completions"] * 2 if canary else [])
+    if canary:
+        assert first.canary is not None
+        assert second.canary is not None
+        assert (first.canary.reason.value, second.canary.generated) == ("generated", True)
+    else:
+        assert (first.canary, second.canary) == (None, None)

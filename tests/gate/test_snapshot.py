@@ -271,4 +271,4 @@ def test_bad_targets_labels_and_rounds_are_one_line_errors(alive: Assessment) ->
 
 
 def test_claims_carry_their_source_names() -> None:
-    assert [s.value for s in ClaimSource] == ["assessment", "gate"]
+    assert [s.value for s in ClaimSource] == ["assessment", "gate", "canary"]

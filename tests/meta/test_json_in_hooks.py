@@ -21,6 +21,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "vllm_evidence"
 NOT_DOCUMENTS: dict[tuple[str, str], str] = {
     ("_cli/audit.py", "run"): "the route tables given per launch mode",
     ("adapters/startup_log/_lexer.py", "parse_bool_text"): "a lookup of Python's bool text",
+    ("capture/canary.py", "canary_body"): "the completion request the canary sends to vLLM",
     ("rederive/_read.py", "_recorded_verdicts"): "a read document's verdicts, checked, not written",
 }
 

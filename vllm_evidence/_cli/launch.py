@@ -60,7 +60,12 @@ tree is a lost rank that round, before vLLM's /health says so.  It serves, on HO
   /live        200 while the rounds run and the command does
   /metrics     the verdicts in Prometheus' text format (vllm_evidence_* series)
   /assessment  the assessment document, as `probe URL --json` prints it
-GET only; other methods 405, other paths 404, bounded request size and time.  An
+GET only; other methods 405, other paths 404, bounded request size and time.
+--canary adds the claim generation: each round, after the probe, one POST
+/v1/completions (a fixed prompt, max_tokens 1, its own deadline, never retried) to the
+first base model /v1/models served that round; established only when a token came back
+that round (--require generation then holds /ready on it).  It costs the server one
+short request per round; without --canary nothing but GETs is sent.  An
 address already in use is a one-line error and the command is not started.  Without
 --log the log is kept in an anonymous temporary file.
 exit status: the command's (128+N when signal N ended it); 2 when it cannot be started.
@@ -100,6 +105,7 @@ def register(subparsers: Any) -> None:
     )
     from vllm_evidence._claims import CLAIMS
 
+    gate_claims = (*CLAIMS, "generation")  # the gate's: gate.snapshot.GATE_CLAIMS
     gate = parser.add_argument_group("the gate")
     gate.add_argument(
         "--serve",
@@ -110,9 +116,16 @@ def register(subparsers: Any) -> None:
         "--require",
         nargs="+",
         metavar="CLAIM",
-        choices=CLAIMS,
+        choices=gate_claims,
         default=[],
-        help=f"with --serve: the claims /ready requires ({', '.join(CLAIMS)})",
+        help=f"with --serve: the claims /ready requires ({', '.join(gate_claims)}; "
+        "generation with --canary)",
+    )
+    gate.add_argument(
+        "--canary",
+        action="store_true",
+        help="with --serve: each round, send one completion (max_tokens 1) to the first "
+        "served base model and serve the claim generation (a token came back this round)",
     )
     gate.add_argument(
         "--interval",
@@ -128,7 +141,12 @@ def _without_serve(args: argparse.Namespace) -> None:
     """The options that go with --serve only, refused without it; --receipt required."""
     from vllm_evidence.errors import InputError
 
-    for given, name in ((args.require, "--require"), (args.interval, "--interval")):
+    given_options = (
+        (args.require, "--require"),
+        (args.interval, "--interval"),
+        (args.canary, "--canary"),
+    )
+    for given, name in given_options:
         if given:
             msg = f"{name} goes with --serve HOST:PORT (the gate)"
             raise InputError(msg)
@@ -218,6 +236,7 @@ def _run(args: argparse.Namespace) -> int:
                     serve=args.serve,
                     required=args.require,
                     interval_s=interval,
+                    canary=args.canary,
                     receipt=args.receipt,
                     log=args.log,
                     follow_symlinks=args.follow_symlinks,

@@ -120,15 +120,24 @@ def declared_too_large(content_length: str, max_body_bytes: int) -> bool:
 _NOT_ASCII: Final = "illegal request header: not ASCII (its value is not shown)"
 
 
-def request_bytes(path: str, authority: str, headers: list[tuple[str, str]]) -> bytes:
+def request_bytes(
+    path: str, authority: str, headers: list[tuple[str, str]], *, json_body: bytes | None = None
+) -> bytes:
     """A GET of ``path`` with ``Host: authority`` then ``headers``, as bytes, by the same
     grammar the answers are read with; :class:`LocalProtocolError` (quoting nothing: a
-    value can be a credential) for a header that would not be one header line."""
+    value can be a credential) for a header that would not be one header line.
+
+    With ``json_body``, a POST of it instead (``Content-Type: application/json`` and its
+    ``Content-Length`` after ``headers``): the gate's generation canary, never a probe."""
+    method = "GET" if json_body is None else "POST"
     try:
-        line = f"GET {path} HTTP/1.1\r\nHost: {authority}\r\n".encode("ascii")
+        line = f"{method} {path} HTTP/1.1\r\nHost: {authority}\r\n".encode("ascii")
     except UnicodeEncodeError:
         raise LocalProtocolError(_NOT_ASCII) from None
-    return line + _header_block(tuple(headers))
+    if json_body is None:
+        return line + _header_block(tuple(headers))
+    framing = (("Content-Type", "application/json"), ("Content-Length", str(len(json_body))))
+    return line + _header_block((*headers, *framing)) + json_body
 
 
 @functools.lru_cache(maxsize=16)

@@ -691,6 +691,31 @@ class ProbeClient:
             msg = "the server closed the connection without answering"
             raise EOFError(msg) from None
 
+    async def post_once(
+        self,
+        address: ServerAddress,
+        path: str,
+        headers: list[tuple[str, str]],
+        json_body: bytes,
+        *,
+        max_body_bytes: int,
+    ) -> Reply:
+        """POST ``json_body`` to ``path`` on a connection opened for it and closed after:
+        never on a kept-alive connection, never kept, and never sent twice (a POST is no
+        idempotent read: a request that got no answer is not retried).  Raises as
+        :meth:`get` does; the caller bounds the time."""
+        request = request_bytes(path, address.authority, headers, json_body=json_body)
+        connection = await self._connect(address)
+        try:
+            return await self._exchange(
+                connection, address, request, max_body_bytes, Sends(), reused=False, keep=False
+            )
+        except _StaleConnectionError as stale:
+            if isinstance(stale.error, OSError):
+                raise stale.error from None
+            msg = "the server closed the connection without answering"
+            raise EOFError(msg) from None
+
     def _idle_connection(
         self, address: ServerAddress, *, on: object, new_connection: bool
     ) -> _Connection | None:
@@ -722,6 +747,7 @@ class ProbeClient:
         sends: Sends,
         *,
         reused: bool,
+        keep: bool = True,
     ) -> Reply:
         """One request and its answer on ``connection``; the connection is kept for the
         next request only when the answer ended cleanly and may be followed by another.
@@ -758,7 +784,8 @@ class ProbeClient:
             connection.waiter = None
             kept = self._idle.setdefault(address.key, [])
             if (
-                reader.reusable  # only an answer read whole, with nothing after it
+                keep
+                and reader.reusable  # only an answer read whole, with nothing after it
                 and connection.intact()
                 and not self._closed
                 and len(kept) < self._per_server

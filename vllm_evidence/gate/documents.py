@@ -4,9 +4,11 @@
   the target (or, without one, every target) is ready, the claims required, the round it
   is about, and per target each refusal — the required claim, its verdict, its reason,
   why (a process gone from the launcher's tree is named there: the rank, its pid, the
-  process tree), and what it comes from (``assessment``, or ``gate`` before any
-  assessment) — the front door's ``process_start_time_seconds`` this round, the launch's
-  processes gone, and the launcher's process tree as read (root, running count).
+  process tree), and what it comes from (``assessment``, ``canary`` for ``generation``,
+  or ``gate`` before any assessment) — the front door's ``process_start_time_seconds``
+  this round, the launch's processes gone, the launcher's process tree as read (root,
+  running count), and this round's canary when the gate sends one (``canary``:
+  generated, reason, model, status, seconds).
 * ``/live`` — :func:`live_document` (``vllm-evidence.gate-live/1``).
 * ``/assessment`` — the assessment document exactly as ``vllm-evidence probe URL --json``
   prints it (:func:`vllm_evidence.output.assessment.server_document`).
@@ -25,6 +27,7 @@ import attrs
 
 from vllm_evidence._converter import converter
 from vllm_evidence._scrub import scrub
+from vllm_evidence.gate.canary import CanaryResult
 from vllm_evidence.gate.snapshot import GateSnapshot, TargetState
 from vllm_evidence.output.assessment import server_document
 
@@ -32,6 +35,7 @@ __all__ = [
     "ERROR_SCHEMA",
     "LIVE_SCHEMA",
     "READY_SCHEMA",
+    "CanaryRecord",
     "ErrorRecord",
     "LiveRecord",
     "ProcessTreeRecord",
@@ -74,6 +78,19 @@ class ProcessTreeRecord:
 
 
 @attrs.frozen(kw_only=True)
+class CanaryRecord:
+    """This round's generation canary (``launch --serve … --canary``)."""
+
+    generated: bool
+    reason: str
+    model: str | None
+    """The model id it named (``null`` when none was sent)."""
+    status: int | None
+    """The answer's HTTP status (``null``: none, or none sent)."""
+    elapsed_s: float | None
+
+
+@attrs.frozen(kw_only=True)
 class TargetReadyRecord:
     """One target's readiness."""
 
@@ -85,6 +102,8 @@ class TargetReadyRecord:
     lost_processes: list[str]
     """Each process of the launch gone from the launcher's tree, in words."""
     process_tree: ProcessTreeRecord | None
+    canary: CanaryRecord | None
+    """This round's canary (``null`` when the gate sends none, or sent none yet)."""
 
 
 @attrs.frozen(kw_only=True)
@@ -94,6 +113,8 @@ class ReadyRecord:
     schema: str
     ready: bool
     required: list[str]
+    canary: bool
+    """Whether the gate sends the generation canary (the ``generation`` claim)."""
     round: int
     round_end: str | None
     targets: list[TargetReadyRecord]
@@ -120,6 +141,7 @@ class ErrorRecord:
 
 def _target(state: TargetState) -> TargetReadyRecord:
     tree = state.tree
+    canary = state.canary
     marker = state.process_start_seconds
     return TargetReadyRecord(
         target=state.target,
@@ -141,6 +163,18 @@ def _target(state: TargetState) -> TargetReadyRecord:
         else ProcessTreeRecord(
             root=tree.root, running=len(tree.members), unavailable=tree.unavailable
         ),
+        canary=None if canary is None else _canary(canary),
+    )
+
+
+def _canary(result: CanaryResult) -> CanaryRecord:
+    elapsed = None if result.elapsed_s is None else round(result.elapsed_s, 6)
+    return CanaryRecord(
+        generated=result.generated,
+        reason=result.reason.value,
+        model=result.model,
+        status=result.status,
+        elapsed_s=elapsed,
     )
 
 
@@ -154,6 +188,7 @@ def ready_document(snapshot: GateSnapshot, target: TargetState | None = None) ->
             schema=READY_SCHEMA,
             ready=ready,
             required=list(snapshot.required),
+            canary=snapshot.canary,
             round=snapshot.rounds,
             round_end=None if end is None else end.isoformat(),
             targets=[_target(s) for s in states],

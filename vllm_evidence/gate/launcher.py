@@ -43,7 +43,6 @@ from typing import IO, BinaryIO
 
 import attrs
 
-from vllm_evidence._claims import Claim
 from vllm_evidence._scrub import remember, scrub
 from vllm_evidence.adapters.process_tree import ProcessTree, observe_process_tree
 from vllm_evidence.adapters.receipt import LaunchReceipt, _observed_in_process
@@ -53,9 +52,10 @@ from vllm_evidence.capture.http import probe
 from vllm_evidence.capture.proc import read_proc
 from vllm_evidence.capture.process import ChildStarted, LogProgress, SignalRelay, scrub_argv
 from vllm_evidence.errors import InputError
+from vllm_evidence.gate.canary import run_canary
 from vllm_evidence.gate.loop import GateLoop
 from vllm_evidence.gate.server import GateServer, parse_address
-from vllm_evidence.gate.snapshot import Gate, GateTarget, TargetRound
+from vllm_evidence.gate.snapshot import Gate, GateClaim, GateTarget, TargetRound
 from vllm_evidence.launch import LogReader, launch, receipt_record
 from vllm_evidence.readback import CapturedReadback, readback_from_batch
 
@@ -128,8 +128,10 @@ class LaunchRounds:
         *,
         timeout_s: float,
         proc: str = "/proc",
+        canary: bool = False,
     ) -> None:
         self._argv = scrub_argv(command)
+        self._canary = canary
         self.front_door = front_door
         self._timeout = timeout_s
         self._proc = proc
@@ -217,7 +219,16 @@ class LaunchRounds:
         log, receipt = self._witness()
         tree = self._process_tree(readback)
         assessment = assess(readback, log, receipt=receipt, process_tree=tree)
-        return [TargetRound(batch.target, assessment)]
+        canary = None
+        if self._canary:
+            canary = await run_canary(
+                door.url,
+                assessment,
+                api_key=door.api_key,
+                timeout_s=self._timeout,
+                verify=door.verify,
+            )
+        return [TargetRound(batch.target, assessment, canary)]
 
 
 class _Observer:
@@ -239,8 +250,9 @@ def launch_gate(
     command: Sequence[str],
     *,
     serve: str,
-    required: Sequence[Claim],
+    required: Sequence[GateClaim],
     interval_s: float = 5.0,
+    canary: bool = False,
     receipt: str | os.PathLike[str] | None = None,
     log: str | os.PathLike[str] | None = None,
     follow_symlinks: bool = False,
@@ -252,9 +264,13 @@ def launch_gate(
 ) -> int:
     """Run ``command`` under the gate (see the module); return its exit status.
 
+    ``canary``: send the generation canary each round (:mod:`vllm_evidence.gate.canary`)
+    and serve the ``generation`` claim; it may then be required.
+
     Raises :class:`~vllm_evidence.errors.InputError` before the child starts for an empty
-    command, no required claim, an address that is not ``HOST:PORT`` or cannot be bound,
-    a child front door that cannot be probed, and everything
+    command, no required claim, ``generation`` required without ``canary``, an address
+    that is not ``HOST:PORT`` or cannot be bound, a child front door that cannot be
+    probed, and everything
     :func:`~vllm_evidence.launch.launch` refuses."""
     if not command:
         msg = "no command to launch (give it after --)"
@@ -266,9 +282,9 @@ def launch_gate(
     if front_door.api_key is not None:
         remember(front_door.api_key)
     address = parse_address(serve)
-    gate = Gate([GateTarget.of(front_door.url)], required)
+    gate = Gate([GateTarget.of(front_door.url)], required, canary=canary)
     timeout = min(5.0, max(1.0, interval_s))
-    rounds = LaunchRounds(command, front_door, timeout_s=timeout, proc=proc)
+    rounds = LaunchRounds(command, front_door, timeout_s=timeout, proc=proc, canary=canary)
     loop = GateLoop(
         gate,
         rounds.round,

@@ -49,8 +49,7 @@ from prometheus_client.core import (
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
-from vllm_evidence._claims import CLAIMS
-from vllm_evidence.gate.snapshot import MAX_ENGINES, Gate, GateSnapshot
+from vllm_evidence.gate.snapshot import GATE_CLAIMS, MAX_ENGINES, Gate, GateSnapshot
 
 __all__ = [
     "CONTENT_TYPE",
@@ -69,7 +68,7 @@ CONTENT_TYPE = CONTENT_TYPE_LATEST
 
 #: Series per target: established, info and required per claim; ready, restarts,
 #: probe failures, target info.
-_PER_TARGET = 3 * len(CLAIMS) + 4
+_PER_TARGET = 3 * len(GATE_CLAIMS) + 4
 #: The labels of ``vllm_evidence_claim_info`` beside ``target`` and ``claim``.
 _INFO = ("verdict", "reason", "by")
 #: Series of the gate itself: rounds, last round duration and timestamp.

@@ -33,7 +33,7 @@ import re
 import threading
 from collections.abc import Sequence
 from decimal import Decimal
-from typing import final
+from typing import Literal, TypeAlias, final
 
 import attrs
 
@@ -54,17 +54,20 @@ from vllm_evidence.decisions import (
     ParallelReason,
 )
 from vllm_evidence.errors import InputError
+from vllm_evidence.gate.canary import GENERATION, CanaryReason, CanaryResult
 from vllm_evidence.readback.evidence import Subject
 from vllm_evidence.readback.processes import LostProcess, lost_processes
 
 __all__ = [
     "CLOSED_REASONS",
+    "GATE_CLAIMS",
     "MAX_ENGINES",
     "MAX_LABELS",
     "ClaimSource",
     "ClaimState",
     "EngineTokens",
     "Gate",
+    "GateClaim",
     "GateReason",
     "GateSnapshot",
     "GateTarget",
@@ -92,9 +95,15 @@ CLOSED_REASONS: frozenset[str] = frozenset(
         JoinReason,
         LogJoinReason,
         GateReason,
+        CanaryReason,
     )
     for member in enum_class
 )
+
+#: A claim the gate can require: an assessment's, or ``generation`` (the canary's).
+GateClaim: TypeAlias = Claim | Literal["generation"]
+#: Every claim the gate can serve, in order: the assessment's, then ``generation``.
+GATE_CLAIMS: tuple[GateClaim, ...] = (*CLAIMS, GENERATION)
 
 #: The most DP engines whose capacity one target reports (a body from a server is
 #: hostile: its ``engine`` labels are bounded in number here, and in length).
@@ -116,6 +125,8 @@ class ClaimSource(enum.Enum):
     tree among its evidence)."""
     GATE = "gate"
     """No assessment this round (:attr:`GateReason.NOT_ASSESSED`)."""
+    CANARY = "canary"
+    """This round's generation canary (:mod:`vllm_evidence.gate.canary`)."""
 
 
 @attrs.frozen
@@ -148,10 +159,12 @@ class GateTarget:
 @attrs.frozen
 class TargetRound:
     """What one round gave for one target: an assessment (with the launcher's process
-    tree in its evidence, when the target is its own child) or why there is none."""
+    tree in its evidence, when the target is its own child) or why there is none, and
+    this round's canary when the gate sends one."""
 
     target: str
     result: Assessment | str
+    canary: CanaryResult | None = None
 
 
 @final
@@ -161,7 +174,7 @@ class ClaimState(Sealed):
 
     __public_constructor__ = "vllm_evidence.gate.Gate.record()"
 
-    claim: Claim
+    claim: GateClaim
     verdict: Verdict
     established: bool
     """Established for the serving process (what ``--require`` asks)."""
@@ -202,7 +215,10 @@ class TargetState(Sealed):
     unassessed: str | None
     """Why there is no assessment (``None`` when there is one)."""
     claims: tuple[ClaimState, ...]
-    """Every claim, in :data:`~vllm_evidence.assessment.CLAIMS` order."""
+    """Every claim, in :data:`~vllm_evidence.assessment.CLAIMS` order, then
+    ``generation`` when the gate sends the canary."""
+    canary: CanaryResult | None
+    """This round's canary (``None``: the gate sends none, or no round gave one)."""
     ready: bool
     """Every required claim established for the serving process, this round."""
     capacity: tuple[EngineTokens, ...]
@@ -236,7 +252,9 @@ class GateSnapshot(Sealed):
     __public_constructor__ = "vllm_evidence.gate.Gate.snapshot"
 
     targets: tuple[TargetState, ...]
-    required: tuple[Claim, ...]
+    required: tuple[GateClaim, ...]
+    canary: bool
+    """Whether the gate sends the generation canary (``generation`` is served)."""
     rounds: int
     """Rounds recorded since the gate started."""
     last_round_duration_s: float | None
@@ -271,12 +289,39 @@ def _decision(assessment: Assessment, claim: Claim) -> object:
     return getattr(assessment, claim)
 
 
+def _generation(
+    canary: CanaryResult | None, unassessed: str | None, required: frozenset[GateClaim]
+) -> ClaimState:
+    """The ``generation`` claim from this round's canary (never an earlier round's)."""
+    if canary is None:
+        return _mint_claim(
+            claim=GENERATION,
+            verdict="refused",
+            established=False,
+            reason=GateReason.NOT_ASSESSED.value,
+            detail=unassessed or "no canary this round",
+            by=ClaimSource.GATE,
+            required=GENERATION in required,
+        )
+    return _mint_claim(
+        claim=GENERATION,
+        verdict="established" if canary.generated else "refused",
+        established=canary.generated,
+        reason=canary.reason.value,
+        detail=canary.detail,
+        by=ClaimSource.CANARY,
+        required=GENERATION in required,
+    )
+
+
 def _claims(
     assessment: Assessment | None,
     unassessed: str | None,
-    required: frozenset[Claim],
+    required: frozenset[GateClaim],
+    canary: tuple[bool, CanaryResult | None] = (False, None),
 ) -> tuple[ClaimState, ...]:
     states = []
+    states_after = [_generation(canary[1], unassessed, required)] if canary[0] else []
     for claim in CLAIMS:
         if assessment is None:
             states.append(
@@ -303,7 +348,7 @@ def _claims(
                 required=claim in required,
             )
         )
-    return tuple(states)
+    return (*states, *states_after)
 
 
 def _capacity(
@@ -364,14 +409,24 @@ class Gate:
     """The recorder of rounds and the holder of the latest :class:`GateSnapshot`
     (thread-safe: one thread records, any thread reads :attr:`snapshot`)."""
 
-    def __init__(self, targets: Sequence[GateTarget], required: Sequence[Claim]) -> None:
+    def __init__(
+        self,
+        targets: Sequence[GateTarget],
+        required: Sequence[GateClaim],
+        *,
+        canary: bool = False,
+    ) -> None:
         if not targets:
             msg = "a gate needs at least one target"
             raise InputError(msg)
-        unknown = [c for c in required if c not in CLAIMS]
+        unknown = [c for c in required if c not in GATE_CLAIMS]
         if unknown:
-            msg = f"unknown claim(s) {unknown}; claims are {', '.join(CLAIMS)}"
+            msg = f"unknown claim(s) {unknown}; claims are {', '.join(GATE_CLAIMS)}"
             raise InputError(msg)
+        if GENERATION in required and not canary:
+            msg = "generation is decided by the canary: require it with --canary"
+            raise InputError(msg)
+        self._canary = bool(canary)
         urls = [t.url for t in targets]
         if len(set(urls)) != len(urls):
             msg = "a target is given twice"
@@ -383,6 +438,7 @@ class Gate:
         self._snapshot = _mint_snapshot(
             targets=tuple(self._unassessed(m, "no round yet") for m in self._memory.values()),
             required=self._required,
+            canary=self._canary,
             rounds=0,
             last_round_duration_s=None,
             last_round_end=None,
@@ -394,13 +450,14 @@ class Gate:
         return self._snapshot
 
     def _unassessed(self, memory: _Memory, why: str) -> TargetState:
-        claims = _claims(None, why, frozenset(self._required))
+        claims = _claims(None, why, frozenset(self._required), (self._canary, None))
         return _mint_target(
             target=memory.target.url,
             labels=memory.target.labels,
             assessment=None,
             unassessed=why,
             claims=claims,
+            canary=None,
             ready=False,
             capacity=(),
             process_start_seconds=None,
@@ -420,13 +477,15 @@ class Gate:
             memory.marker = marker
         if _failed(assessment):
             memory.failures += 1
-        claims = _claims(assessment, unassessed, frozenset(self._required))
+        canary = result.canary if self._canary else None
+        claims = _claims(assessment, unassessed, frozenset(self._required), (self._canary, canary))
         return _mint_target(
             target=memory.target.url,
             labels=memory.target.labels,
             assessment=assessment,
             unassessed=unassessed,
             claims=claims,
+            canary=canary,
             ready=assessment is not None and all(c.established for c in claims if c.required),
             capacity=_capacity(assessment, claims),
             process_start_seconds=marker,
@@ -462,6 +521,7 @@ class Gate:
                     for m in self._memory.values()
                 ),
                 required=self._required,
+                canary=self._canary,
                 rounds=self._rounds,
                 last_round_duration_s=max(0.0, float(duration_s)),
                 last_round_end=ended if ended is not None else dt.datetime.now(dt.UTC),

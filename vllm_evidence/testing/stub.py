@@ -17,6 +17,11 @@ oversize, truncated or garbage body, a connection reset (no answer at all), a
 redirect.  A restart (a new ``process_start_time_seconds`` on ``/metrics``) is
 :meth:`StubFrontDoor.restart` between requests, or ``restart_after_metrics_reads``.
 
+``completion=Fault()`` makes ``POST /v1/completions`` answer one generated token as
+vLLM does (:data:`COMPLETION_BODY`; the fault's status, body, delay or reset instead),
+for the gate's generation canary; :meth:`StubFrontDoor.set_completion` changes it while
+the stub runs (``None``: 405, as for any other non-GET request, the default).
+
 A stub is one process: ``/metrics`` reads back to back (no other request between them,
 as a probe reads two at each end of its batch) are one moment of it and answer alike;
 ``restart_after_metrics_reads`` and ``metrics_sequence`` count such runs of reads, so a
@@ -42,6 +47,7 @@ from typing import TYPE_CHECKING, Any, Protocol, final
 
 import attrs
 
+from vllm_evidence.capture.canary import CANARY_HEADER
 from vllm_evidence.upstream.routes import PROBE_ROUTES, Route
 
 if TYPE_CHECKING:
@@ -50,6 +56,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ALLOWED_TARGETS",
+    "COMPLETION_BODY",
     "GARBAGE_BODY",
     "Fault",
     "FrontDoorFactory",
@@ -65,6 +72,15 @@ ALLOWED_TARGETS: frozenset[str] = frozenset(route.target for route in PROBE_ROUT
 #: What a ``Fault(garbage=True)`` answers: neither UTF-8, JSON nor exposition text.
 GARBAGE_BODY = b"\x00\xff\xfe<html>\x8b\x1f garbage \xc3\x28{]"
 
+#: What ``POST /v1/completions`` answers with ``completion=Fault()``: vLLM's
+#: ``CompletionResponse`` of one token (``vllm/entrypoints/openai/protocol.py``).
+COMPLETION_BODY = (
+    b'{"id":"cmpl-stub","object":"text_completion","created":1764748800,'
+    b'"model":"stub","choices":[{"index":0,"text":" the","logprobs":null,'
+    b'"finish_reason":"length","stop_reason":null,"prompt_logprobs":null}],'
+    b'"usage":{"prompt_tokens":6,"total_tokens":7,"completion_tokens":1,'
+    b'"prompt_tokens_details":null},"kv_transfer_params":null}'
+)
 _NOT_FOUND = b'{"detail":"Not Found"}'
 _JSON = {"content-type": "application/json"}
 _START_LINE = re.compile(rb"^(process_start_time_seconds[ \t]+)(\S+)", re.MULTILINE)
@@ -134,9 +150,26 @@ def observe_requests() -> Iterator[list[StubRequest]]:
             _observers.remove(log.append)
 
 
-def forbidden_requests(requests: Iterable[StubRequest]) -> list[StubRequest]:
-    """The requests that were not a GET to a probe-readable route's target."""
-    return [r for r in requests if r.method != "GET" or r.path not in ALLOWED_TARGETS]
+def forbidden_requests(
+    requests: Iterable[StubRequest], *, canary: bool = False
+) -> list[StubRequest]:
+    """The requests that were not a GET to a probe-readable route's target; with
+    ``canary``, the gate's generation canary (``POST /v1/completions`` marked by
+    :data:`~vllm_evidence.capture.canary.CANARY_HEADER`) is not counted either."""
+    return [
+        r
+        for r in requests
+        if (r.method != "GET" or r.path not in ALLOWED_TARGETS) and not (canary and _is_canary(r))
+    ]
+
+
+def _is_canary(request: StubRequest) -> bool:
+    name, value = CANARY_HEADER
+    return (
+        request.method == "POST"
+        and request.path == "/v1/completions"
+        and dict(request.headers).get(name.lower()) == value
+    )
 
 
 @attrs.frozen
@@ -193,6 +226,7 @@ class StubFrontDoor:
         latency_s: float = 0.0,
         port: int = 0,
         bind_wait_s: float = 0.0,
+        completion: Fault | None = None,
     ) -> None:
         if latency_s < 0 or bind_wait_s < 0:
             msg = "latency_s and bind_wait_s must not be negative"
@@ -202,6 +236,7 @@ class StubFrontDoor:
         self._sequence = tuple(metrics_sequence)
         self._faults = dict(faults)
         self._api_key = api_key
+        self._completion = completion
         self._restart_after = restart_after_metrics_reads
         self._metrics_reads = 0
         #: Whether the last request answered was a /metrics read (then the next one is
@@ -225,6 +260,31 @@ class StubFrontDoor:
         """Act as a restarted server: later ``/metrics`` reads serve a new start time."""
         with self._lock:
             self._restarts += 1
+
+    def set_completion(self, fault: Fault | None) -> None:
+        """How ``POST /v1/completions`` answers from now on (``None``: 405)."""
+        with self._lock:
+            self._completion = fault
+
+    def _complete(self, authorization: str | None) -> _Reply:
+        with self._lock:
+            fault = self._completion
+        if fault is None:
+            return _Reply(405, "Method Not Allowed", {}, b'{"detail":"Method Not Allowed"}')
+        if fault.delay_s > 0:
+            time.sleep(fault.delay_s)
+        if fault.reset:
+            return _Reply(0, "", {}, b"", reset=True)
+        if self._api_key is not None and authorization != f"Bearer {self._api_key}":
+            return _Reply(401, "Unauthorized", dict(_JSON), b'{"error":"Unauthorized"}')
+        body = COMPLETION_BODY if fault.body is None else fault.body
+        if fault.garbage:
+            body = GARBAGE_BODY
+        if fault.oversize_bytes is not None:
+            body = b"#" * fault.oversize_bytes
+        if fault.status is not None:
+            return _Reply(fault.status, "Injected", dict(_JSON), body)
+        return _Reply(200, "OK", dict(_JSON), body)
 
     @property
     def port(self) -> int:
@@ -263,6 +323,8 @@ class StubFrontDoor:
         if route is not Route.METRICS:
             with self._lock:
                 self._last_was_metrics = False
+        if method == "POST" and path == "/v1/completions":
+            return self._complete(authorization)
         if method != "GET":
             return _Reply(405, "Method Not Allowed", {}, b'{"detail":"Method Not Allowed"}')
         if route is None:
@@ -446,6 +508,7 @@ def serve_capture(
     latency_s: float = 0.0,
     port: int = 0,
     bind_wait_s: float = 0.0,
+    completion: Fault | None = None,
 ) -> Iterator[StubFrontDoor]:
     """Serve ``directory`` on a free port of 127.0.0.1 (or on ``port``: e.g. the port
     a real capture's log names, so that its log can be joined) until the context closes.
@@ -462,6 +525,7 @@ def serve_capture(
     latency, before any fault).
     ``bind_wait_s``: a fixed ``port`` that another listener holds is tried again for up
     to that long before :class:`OSError` (two test suites replaying the same log).
+    ``completion``: how ``POST /v1/completions`` answers (see the module; ``None``: 405).
     """
     door = StubFrontDoor(
         Path(directory),
@@ -472,6 +536,7 @@ def serve_capture(
         latency_s=latency_s,
         port=port,
         bind_wait_s=bind_wait_s,
+        completion=completion,
     )
     door._start()
     try:
