@@ -289,20 +289,25 @@ def _decision(assessment: Assessment, claim: Claim) -> object:
     return getattr(assessment, claim)
 
 
+def _not_assessed(claim: GateClaim, detail: str, required: frozenset[GateClaim]) -> ClaimState:
+    """``claim`` refused by the gate itself: nothing decided it this round."""
+    return _mint_claim(
+        claim=claim,
+        verdict="refused",
+        established=False,
+        reason=GateReason.NOT_ASSESSED.value,
+        detail=detail,
+        by=ClaimSource.GATE,
+        required=claim in required,
+    )
+
+
 def _generation(
     canary: CanaryResult | None, unassessed: str | None, required: frozenset[GateClaim]
 ) -> ClaimState:
     """The ``generation`` claim from this round's canary (never an earlier round's)."""
     if canary is None:
-        return _mint_claim(
-            claim=GENERATION,
-            verdict="refused",
-            established=False,
-            reason=GateReason.NOT_ASSESSED.value,
-            detail=unassessed or "no canary this round",
-            by=ClaimSource.GATE,
-            required=GENERATION in required,
-        )
+        return _not_assessed(GENERATION, unassessed or "no canary this round", required)
     return _mint_claim(
         claim=GENERATION,
         verdict="established" if canary.generated else "refused",
@@ -324,17 +329,7 @@ def _claims(
     states_after = [_generation(canary[1], unassessed, required)] if canary[0] else []
     for claim in CLAIMS:
         if assessment is None:
-            states.append(
-                _mint_claim(
-                    claim=claim,
-                    verdict="refused",
-                    established=False,
-                    reason=GateReason.NOT_ASSESSED.value,
-                    detail=unassessed or "not assessed",
-                    by=ClaimSource.GATE,
-                    required=claim in required,
-                )
-            )
+            states.append(_not_assessed(claim, unassessed or "not assessed", required))
             continue
         decision = _decision(assessment, claim)
         states.append(
