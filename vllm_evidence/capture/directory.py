@@ -114,6 +114,10 @@ MAX_SAVED_BODY_BYTES: Final = 64 * 1024 * 1024
 _MAX_HEADERS_BYTES: Final = 256 * 1024
 
 
+#: The origins whose bytes a probe received: the only batches a signature may vouch for.
+_SIGNABLE: Final = frozenset({CaptureOrigin.PROBED, CaptureOrigin.LOADED_SIGNED})
+
+
 def save(
     capture: CaptureBatch,
     directory: str | Path,
@@ -127,7 +131,11 @@ def save(
     ``sign_key`` (an Ed25519 :class:`~vllm_evidence.capture.signing.SigningKey`,
     :func:`~vllm_evidence.capture.signing.read_signing_key`) adds its signature of the
     canonical manifest (:class:`Ed25519Signature`); HMAC key bytes are refused (a capture
-    is no longer signed with one).
+    is no longer signed with one).  A signature says "these are the bytes my probe
+    received", so only a batch whose bytes a probe received is signed: one this process
+    probed, or one read back under a signature that verified.  A generated batch (the
+    test kit's) or one loaded unverified is saved unsigned or not at all
+    (:class:`InputError`): it reads back as loaded, and joins no log.
     The files are written into a temporary sibling directory that is renamed into
     place, so ``directory`` either does not exist or holds a whole capture.  An
     existing ``directory`` is an :class:`InputError`.
@@ -141,6 +149,13 @@ def save(
         msg = f"{parent} is not a directory"
         raise InputError(msg)
     check_signing_key(sign_key)  # before anything is written
+    if sign_key is not None and capture.origin not in _SIGNABLE:
+        msg = (
+            f"a {capture.origin.value} batch is not signed: a signature vouches for bytes a "
+            "probe received, and no probe received these (save it without a key; it reads "
+            "back as loaded and joins no log)"
+        )
+        raise InputError(msg)
     staging = Path(tempfile.mkdtemp(prefix=f".{final.name}.", dir=parent))
     try:
         saved_log = None
