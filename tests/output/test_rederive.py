@@ -190,6 +190,33 @@ def test_bytes_are_accepted(captured: Assessment) -> None:
 # Refusals: the bytes must reproduce what was recorded
 
 
+def test_only_the_current_schema_is_read(captured: Assessment) -> None:
+    """A ``/2`` document (no ``origin``, never released) is refused in one line, as is a
+    ``/3`` one without its origin; the document as written reads."""
+    document = _document(dumps(captured))
+    assert document["schema"] == SCHEMA == "vllm-evidence.evidence/3"
+    assert isinstance(loads(json.dumps(document)), Assessment)
+    old = dict(document, schema="vllm-evidence.evidence/2")
+    with pytest.raises(
+        InputError, match=r"^evidence document: schema: not vllm-evidence\.evidence/3$"
+    ):
+        loads(json.dumps(old))
+    del document["front_door"]["origin"]
+    with pytest.raises(
+        InputError, match=r"^evidence document: front_door: .*missing keys \['origin'\]$"
+    ):
+        loads(json.dumps(document))
+
+
+def test_an_unsigned_documents_origin_must_still_be_one(captured: Assessment) -> None:
+    document = _document(dumps(captured))
+    document["front_door"]["origin"] = "forged"
+    with pytest.raises(
+        InputError, match=r"^evidence document: front_door\.origin: unknown origin 'forged'$"
+    ):
+        loads(json.dumps(document))
+
+
 def test_one_byte_of_an_embedded_body_changed_is_refused(captured: Assessment) -> None:
     document = _document(dumps(captured))
     entry = next(e for e in document["front_door"]["exchanges"] if e["route"] == "version")

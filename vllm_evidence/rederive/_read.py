@@ -113,16 +113,15 @@ def _exchange(raw: object, where: str) -> Exchange:
 
 def _captured(door: dict[str, Any], *, verified: bool) -> CapturedReadback:
     where = "front_door"
-    keys = {"kind", "batch_id", "target", "exchanges"}
-    _keys(door, frozenset(keys | ({"origin"} & door.keys())), where)
-    origin = CaptureOrigin.LOADED
-    if verified and "origin" in door:
-        # Signed under the caller's own key: the origin it recorded is vouched for.
-        recorded = _field(door, "origin", str, where)
-        try:
-            origin = CaptureOrigin(recorded)
-        except ValueError:
-            _malformed(f"{where}.origin", f"unknown origin {recorded!r}")
+    _keys(door, frozenset({"kind", "batch_id", "target", "exchanges", "origin"}), where)
+    recorded = _field(door, "origin", str, where)
+    try:
+        origin = CaptureOrigin(recorded)
+    except ValueError:
+        _malformed(f"{where}.origin", f"unknown origin {recorded!r}")
+    if not verified:
+        # Only a signature under the caller's own key vouches for the origin recorded.
+        origin = CaptureOrigin.LOADED
     exchanges = [
         _exchange(raw, f"front_door.exchanges[{i}]")
         for i, raw in enumerate(_field(door, "exchanges", list, where))

@@ -17,7 +17,7 @@ from typing import Any, NoReturn, TypeVar
 
 from vllm_evidence.capture._strict_json import StrictJsonError, strict_loads
 from vllm_evidence.errors import InputError
-from vllm_evidence.rederive._write import OLD_SCHEMAS, SCHEMA
+from vllm_evidence.rederive._write import SCHEMA
 from vllm_evidence.upstream.routes import Route
 
 __all__ = ["MAX_DEPTH", "MAX_DOCUMENT_CHARS"]
@@ -55,7 +55,7 @@ def _parse(text: str | bytes, max_chars: int) -> dict[str, Any]:
         _malformed("document", str(exc))
     if not isinstance(value, dict):
         _malformed("document", "not a JSON object")
-    if value.get("schema") not in (SCHEMA, *OLD_SCHEMAS):
+    if value.get("schema") != SCHEMA:
         _malformed("schema", f"not {SCHEMA}")
     return value
 

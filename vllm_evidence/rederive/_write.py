@@ -26,9 +26,6 @@ from vllm_evidence.readback.front_door import CapturedReadback, HistoricalBundle
 __all__ = ["SCHEMA", "dumps"]
 
 SCHEMA = "vllm-evidence.evidence/3"
-#: Read too: a ``/2`` document has no ``origin`` and no ``signature`` (its batch loads as
-#: unverified bytes, as every unsigned document's does).
-OLD_SCHEMAS = ("vllm-evidence.evidence/2",)
 
 
 def _b64(data: bytes) -> str:
