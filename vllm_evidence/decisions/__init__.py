@@ -4,13 +4,16 @@ Each decision takes one server's :class:`~vllm_evidence.readback.evidence.Eviden
 and returns a closed union of sealed types — an established arm and refusal arms
 named after the earliest missing piece of evidence — each carrying the law it used.
 Use :func:`vllm_evidence.assess` to run them all; match on the class first, then on
-the ``reason`` enum, and end with ``assert_never``.  Every arm carries its ``subject``:
+the ``reason`` enum, and end with ``assert_never`` — or narrow with
+:func:`is_established`, :func:`is_refused` and :func:`is_reported` (``TypeIs``
+predicates: the arm's class from the decision's own type).  Every arm carries its ``subject``:
 :attr:`Subject.SERVING` (the process behind a front door) or :attr:`Subject.LAUNCH`
 (the launch a log alone records).
 """
 
 from __future__ import annotations
 
+from vllm_evidence.decisions._narrowing import is_established, is_refused, is_reported
 from vllm_evidence.decisions.capacity import (
     CapacityDecision,
     CapacityEstablished,
@@ -106,4 +109,7 @@ __all__ = [
     "decide_parallel",
     "decide_served_identity",
     "derivation",
+    "is_established",
+    "is_refused",
+    "is_reported",
 ]

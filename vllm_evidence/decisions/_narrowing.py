@@ -1,0 +1,135 @@
+"""Narrowing a decision to its arm: ``TypeIs`` predicates for policy code.
+
+``is_established(assessment.parallel)`` is ``isinstance(assessment.parallel,
+ParallelEstablished)`` with the arm's class named by the decision's own type, so a policy
+narrows without importing every arm, and mypy narrows both branches (PEP 742 ``TypeIs``:
+in the ``else`` branch the decision is one of its refusal arms)::
+
+    from vllm_evidence.decisions import is_established, is_refused
+
+    decision = assessment.capacity
+    if is_established(decision):
+        tokens = [engine.tokens for engine in decision.engines]   # CapacityEstablished
+    elif is_refused(decision):
+        why = decision.reason                                     # CapacityRefused
+    else:
+        ...                                                       # CapacityReported
+
+Each predicate tests the arm and nothing else.  An arm says whom it is about
+(``decision.subject``): a claim a log alone established is about that log's *launch*
+(:attr:`~vllm_evidence.readback.evidence.Subject.LAUNCH`), not about a serving process, so
+admission code also asks ``decision.subject is Subject.SERVING`` — or calls
+:func:`vllm_evidence.claim_established`, which asks both.
+"""
+
+from __future__ import annotations
+
+from typing import overload
+
+from typing_extensions import TypeIs
+
+from vllm_evidence.decisions.capacity import (
+    CapacityDecision,
+    CapacityEstablished,
+    CapacityRefused,
+    CapacityReported,
+)
+from vllm_evidence.decisions.health import (
+    HealthCoverageDecision,
+    HealthCoverageEstablished,
+    HealthCoverageRefused,
+)
+from vllm_evidence.decisions.identity import (
+    ServedIdentityDecision,
+    ServedIdentityEstablished,
+    ServedIdentityRefused,
+)
+from vllm_evidence.decisions.join import FrontDoorJoinDecision, JoinedIncarnation, JoinUnestablished
+from vllm_evidence.decisions.log_join import LogJoinDecision, LogJoined, LogJoinRefused
+from vllm_evidence.decisions.parallel import ParallelDecision, ParallelEstablished, ParallelRefused
+
+__all__ = ["is_established", "is_refused", "is_reported"]
+
+#: Every established arm, and every refusal arm (the classes the predicates test).
+_ESTABLISHED = (
+    ParallelEstablished,
+    CapacityEstablished,
+    ServedIdentityEstablished,
+    HealthCoverageEstablished,
+    JoinedIncarnation,
+    LogJoined,
+)
+_REFUSED = (
+    ParallelRefused,
+    CapacityRefused,
+    ServedIdentityRefused,
+    HealthCoverageRefused,
+    JoinUnestablished,
+    LogJoinRefused,
+)
+
+#: Any decision an assessment holds.
+_Decision = (
+    ParallelDecision
+    | CapacityDecision
+    | ServedIdentityDecision
+    | HealthCoverageDecision
+    | FrontDoorJoinDecision
+    | LogJoinDecision
+)
+
+
+def _decision(value: object, name: str) -> None:
+    """Untyped callers can pass anything: a value that is no decision is a ``TypeError``
+    (never a quiet ``False``, which would read as "refused")."""
+    if not isinstance(value, (*_ESTABLISHED, *_REFUSED, CapacityReported)):
+        msg = f"{name}() takes a decision (an assessment's field), got {type(value).__name__}"
+        raise TypeError(msg)
+
+
+@overload
+def is_established(decision: ParallelDecision) -> TypeIs[ParallelEstablished]: ...
+@overload
+def is_established(decision: CapacityDecision) -> TypeIs[CapacityEstablished]: ...
+@overload
+def is_established(decision: ServedIdentityDecision) -> TypeIs[ServedIdentityEstablished]: ...
+@overload
+def is_established(decision: HealthCoverageDecision) -> TypeIs[HealthCoverageEstablished]: ...
+@overload
+def is_established(decision: FrontDoorJoinDecision) -> TypeIs[JoinedIncarnation]: ...
+@overload
+def is_established(decision: LogJoinDecision) -> TypeIs[LogJoined]: ...
+def is_established(decision: _Decision) -> bool:
+    """Whether ``decision`` is its established arm (``ParallelEstablished``,
+    ``CapacityEstablished``, ``ServedIdentityEstablished``, ``HealthCoverageEstablished``,
+    ``JoinedIncarnation``, ``LogJoined``), about whichever subject it names."""
+    _decision(decision, "is_established")
+    return isinstance(decision, _ESTABLISHED)
+
+
+@overload
+def is_refused(decision: ParallelDecision) -> TypeIs[ParallelRefused]: ...
+@overload
+def is_refused(decision: CapacityDecision) -> TypeIs[CapacityRefused]: ...
+@overload
+def is_refused(decision: ServedIdentityDecision) -> TypeIs[ServedIdentityRefused]: ...
+@overload
+def is_refused(decision: HealthCoverageDecision) -> TypeIs[HealthCoverageRefused]: ...
+@overload
+def is_refused(decision: FrontDoorJoinDecision) -> TypeIs[JoinUnestablished]: ...
+@overload
+def is_refused(decision: LogJoinDecision) -> TypeIs[LogJoinRefused]: ...
+def is_refused(decision: _Decision) -> bool:
+    """Whether ``decision`` is its refusal arm (``ParallelRefused``, ``CapacityRefused``,
+    ``ServedIdentityRefused``, ``HealthCoverageRefused``, ``JoinUnestablished``,
+    ``LogJoinRefused``): the one carrying a ``reason``, a ``detail`` and a ``remedy``."""
+    _decision(decision, "is_refused")
+    return isinstance(decision, _REFUSED)
+
+
+def is_reported(decision: CapacityDecision) -> TypeIs[CapacityReported]:
+    """Whether the capacity decision is its reported arm: figures the log printed for its
+    launch, which no law turns into a serving process's capacity.  (Only capacity has a
+    reported arm.)"""
+    _decision(decision, "is_reported")
+    return isinstance(decision, CapacityReported)
