@@ -162,6 +162,23 @@ def _run_gate(run: Run, server: Server, out: Path) -> None:
         (out / "gate-metrics-after.txt").write_bytes(run.neutralise(body))
 
 
+def _run_gate_canary(run: Run, server: Server, out: Path) -> None:
+    """``tp1-gate-canary``: under the gate with ``--canary``, ready (a token back); the
+    EngineCore killed; the gate's ``/ready`` against vLLM's ``/health`` every 0.2 s."""
+    assert server.gate_port is not None  # noqa: S101 - set by start() for this lifecycle
+    log(f"  ready after {server.wait_ready():.1f} s")
+    waited = wait_gate_ready(run, server.gate_port, 60.0)
+    log(f"  the gate's /ready answered 200 {waited:.1f} s later")
+    _, body = gate_get(server.gate_port, "/ready")
+    (out / "ready-before.json").write_bytes(run.neutralise(body))
+    _, body = gate_get(server.gate_port, "/metrics")
+    (out / "gate-metrics-before.txt").write_bytes(run.neutralise(body))
+    pid = wait_for_pid(server, ENGINE_PID, 5.0)
+    os.kill(pid, signal.SIGKILL)
+    log(f"  killed the EngineCore (pid {pid})")
+    gate_series(run, server.gate_port, out, 30.0)
+
+
 def run_lifecycle(run: Run, scenario: Scenario, out: Path, logs: Path) -> None:
     """A launch's life after start-up: a process killed by pid (``LIFECYCLE_SCENARIOS``)."""
     server = Server(run, scenario, logs / "startup.log")
@@ -179,6 +196,8 @@ def run_lifecycle(run: Run, scenario: Scenario, out: Path, logs: Path) -> None:
                 log("  still running 180 s after the kill; stopping it")
         elif scenario.lifecycle == "gate-worker-kill":
             _run_gate(run, server, out)
+        elif scenario.lifecycle == "gate-canary":
+            _run_gate_canary(run, server, out)
         else:
             log(f"  ready after {server.wait_ready():.1f} s")
             for stem, path in ROUTES:

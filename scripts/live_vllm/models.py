@@ -113,11 +113,22 @@ _BUILD_HYBRID_MODEL = (
 )
 
 #: The models a scenario may serve (``Scenario.model``): the build script of each.
-MODEL_SCRIPTS: dict[str, str] = {"tiny-llama": _BUILD_MODEL, "tiny-gemma3": _BUILD_HYBRID_MODEL}
+#: ``tiny-llama-hd32`` is the tiny Llama with a head size of 32 on every release: 0.32.0's
+#: CPU attention backend takes a head size of 16 at start-up and then fails the first
+#: completion with it ("Unsupported CPU attention configuration: head_dim=16"), which
+#: kills the engine; a scenario that generates (the gate's canary) serves this one.
+MODEL_SCRIPTS: dict[str, str] = {
+    "tiny-llama": _BUILD_MODEL,
+    "tiny-llama-hd32": _BUILD_MODEL,
+    "tiny-gemma3": _BUILD_HYBRID_MODEL,
+}
+#: A model's own head size, whatever the release's (``Release.head_dim``) is.
+_HEAD_DIMS: dict[str, int] = {"tiny-llama-hd32": 32}
 
 #: Where each model is written under the run's root, and the neutral path fixtures name.
 MODEL_NEUTRALS: dict[str, str] = {
     "tiny-llama": MODEL_NEUTRAL,
+    "tiny-llama-hd32": "/models/tiny-llama-hd32",
     "tiny-gemma3": "/models/tiny-gemma3",
 }
 
@@ -125,8 +136,9 @@ MODEL_NEUTRALS: dict[str, str] = {
 def model_argv(out: Path, env_dir: Path, release: Release, model: str) -> list[str]:
     """The command that writes ``model`` to ``out``: the environment's interpreter, the
     build script, the output directory, the tokenizer's corpus (the repository's
-    ``LICENSE``) and the number of heads (hidden 64 over the release's head size)."""
-    heads = 64 // release.head_dim
+    ``LICENSE``) and the number of heads (hidden 64 over the model's head size, else the
+    release's)."""
+    heads = 64 // _HEAD_DIMS.get(model, release.head_dim)
     script = MODEL_SCRIPTS[model]
     corpus = REPO / "LICENSE"
     return [str(env_dir / "bin" / "python"), "-c", script, str(out), str(corpus), str(heads)]

@@ -179,7 +179,7 @@ def record(
         t0 = time.monotonic()
         build_model(run.model, env_dir, release)
         timings["build-model"] = time.monotonic() - t0
-        wanted = SHAPE_SCENARIOS if run.own_release else ()
+        wanted = (*SHAPE_SCENARIOS, *LIFECYCLE_SCENARIOS) if run.own_release else ()
         for model in sorted({s.model for s in wanted if s.name in names} - {"tiny-llama"}):
             t0 = time.monotonic()
             build_model(run.model_dir(model), env_dir, release, model)

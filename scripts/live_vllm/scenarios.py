@@ -15,6 +15,7 @@ from typing import Literal, get_args
 from live_vllm.releases import VLLM_VERSION, Release
 
 __all__ = [
+    "CANARY_REQUIRES",
     "CHECK_SCENARIO_NAMES",
     "GATE_INTERVAL",
     "GATE_REQUIRES",
@@ -37,7 +38,12 @@ __all__ = [
 ]
 
 Lifecycle = Literal[
-    "worker-kill", "engine-kill", "keepalive-engine-death", "failed-startup", "gate-worker-kill"
+    "worker-kill",
+    "engine-kill",
+    "keepalive-engine-death",
+    "failed-startup",
+    "gate-worker-kill",
+    "gate-canary",
 ]
 #: Every lifecycle a scenario may have.
 LIFECYCLES: tuple[Lifecycle, ...] = get_args(Lifecycle)
@@ -61,8 +67,9 @@ class Scenario:
     data_parallel_size: int = 1
     lifecycle: Lifecycle | None = None
     """What happens after start-up (``LIFECYCLE_SCENARIOS``): ``worker-kill``,
-    ``engine-kill``, ``keepalive-engine-death``, ``failed-startup`` or
-    ``gate-worker-kill`` (started under the gate, ``launch --serve``)."""
+    ``engine-kill``, ``keepalive-engine-death``, ``failed-startup``,
+    ``gate-worker-kill`` (started under the gate, ``launch --serve``) or ``gate-canary``
+    (under the gate with ``--canary``)."""
     keep_alive: bool = False
     """``VLLM_KEEP_ALIVE_ON_ENGINE_DEATH=1``: the API server outlives its engine."""
     enforce_eager: bool = False
@@ -141,8 +148,9 @@ _LIFE_COMMON = (
 )
 
 #: What happens after start-up (``record --scenario NAME`` on 0.32.0; not part of
-#: ``check``): a process is killed by pid, never by a completion (the tiny model's first
-#: completion kills the engine on CPU).  ``health-after.txt`` is the ``/health`` status
+#: ``check``): a process is killed by pid, never by a completion (the tiny Llama's first
+#: completion kills the engine on CPU: its head size is 16; ``tp1-gate-canary``, which
+#: generates, serves ``tiny-llama-hd32``).  ``health-after.txt`` is the ``/health`` status
 #: every 0.2 s after the kill, until the port refuses connections.
 LIFECYCLE_SCENARIOS: tuple[Scenario, ...] = (
     Scenario(
@@ -205,14 +213,37 @@ LIFECYCLE_SCENARIOS: tuple[Scenario, ...] = (
         launched=True,
         lifecycle="gate-worker-kill",
     ),
+    Scenario(
+        name="tp1-gate-canary",
+        summary=(
+            "TP=1 started under the gate with its generation canary (`vllm-evidence launch "
+            "--serve … --canary --require capacity health_coverage generation --interval "
+            "1s`): once the gate's `/ready` answered 200 (a token back from that round's "
+            "one-token completion), its body (`ready-before.json`) and `/metrics` "
+            "(`gate-metrics-before.txt`) were kept; then `kill -9` of the EngineCore, the "
+            "gate's `/ready` and vLLM's `/health` every 0.2 s (`gate-after.txt`) and the "
+            "first `/ready` body that is not 200 (`ready-after.json`). It serves "
+            "`/models/tiny-llama-hd32`, the tiny Llama with a head size of 32: with 16, "
+            "0.32.0's CPU attention takes the model at start-up and fails its first "
+            "completion (`Unsupported CPU attention configuration: head_dim=16`), which "
+            "kills the engine. Development mode on."
+        ),
+        dev_mode=True,
+        launched=True,
+        lifecycle="gate-canary",
+        model="tiny-llama-hd32",
+    ),
 )
 LIFECYCLE_SCENARIO_NAMES = tuple(s.name for s in LIFECYCLE_SCENARIOS)
 
-#: What ``check`` records on 0.32.0: its four scenarios, then the gate on a worker kill.
-CHECK_SCENARIO_NAMES = (*SCENARIO_NAMES, "tp2-gate-worker-kill")
+#: What ``check`` records on 0.32.0: its four scenarios, then the gate on a worker kill and
+#: the gate's canary.
+CHECK_SCENARIO_NAMES = (*SCENARIO_NAMES, "tp2-gate-worker-kill", "tp1-gate-canary")
 
 #: The claims the gate's ``/ready`` requires in ``tp2-gate-worker-kill``.
 GATE_REQUIRES = ("parallel", "capacity", "health_coverage")
+#: The claims the gate's ``/ready`` requires in ``tp1-gate-canary`` (with ``--canary``).
+CANARY_REQUIRES = ("capacity", "health_coverage", "generation")
 #: The gate's round interval there.
 GATE_INTERVAL = "1s"
 

@@ -27,7 +27,7 @@ from live_vllm.common import (
 )
 from live_vllm.reads import get
 from live_vllm.runs import Run
-from live_vllm.scenarios import GATE_INTERVAL, GATE_REQUIRES, Scenario
+from live_vllm.scenarios import CANARY_REQUIRES, GATE_INTERVAL, GATE_REQUIRES, Scenario
 
 __all__ = ["Server", "dist_ids", "free_port", "launcher_argv"]
 
@@ -39,6 +39,7 @@ def launcher_argv(
     log_path: Path,
     signing_key: Path,
     gate_port: int | None = None,
+    canary: bool = False,
 ) -> list[str]:
     """The launch witness: ``vllm-evidence launch --receipt R --log L
     --receipt-signing-key K -- COMMAND`` run by this interpreter (the launcher tees the
@@ -46,15 +47,17 @@ def launcher_argv(
     signed with the run's key).  With ``gate_port``, the gate instead of a signed receipt:
     ``--serve HOST:GATE_PORT --require GATE_REQUIRES --interval GATE_INTERVAL`` (the gate
     joins its child's log in process and takes no key; its receipt, unsigned, still names
-    the child's pid for the recorder)."""
+    the child's pid for the recorder); with ``canary`` too, ``--canary --require
+    CANARY_REQUIRES``."""
     gate = (
         ["--receipt-signing-key", str(signing_key)]
         if gate_port is None
         else [
             "--serve",
             f"{HOST}:{gate_port}",
+            *(["--canary"] if canary else []),
             "--require",
-            *GATE_REQUIRES,
+            *(CANARY_REQUIRES if canary else GATE_REQUIRES),
             "--interval",
             GATE_INTERVAL,
         ]
@@ -111,7 +114,7 @@ class Server:
         argv = self.run.argv(self.scenario)
         sink = self.log_path
         if self.scenario.launched:
-            if self.scenario.lifecycle == "gate-worker-kill":
+            if self.scenario.lifecycle in ("gate-worker-kill", "gate-canary"):
                 self.gate_port = free_port()
             argv = launcher_argv(
                 argv,
@@ -119,6 +122,7 @@ class Server:
                 log_path=self.log_path,
                 signing_key=self.run.receipt_keys[0],
                 gate_port=self.gate_port,
+                canary=self.scenario.lifecycle == "gate-canary",
             )
             sink = self.terminal_path
         with sink.open("wb") as logf:

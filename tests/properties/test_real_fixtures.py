@@ -28,6 +28,7 @@ LIFECYCLE = (
     "tp2-keepalive-engine-death",
     "failed-startup",
     "tp2-gate-worker-kill",
+    "tp1-gate-canary",
 )
 #: Other launch shapes (tests/test_real_shapes.py reads them): recorded apart, not by `check`.
 SHAPES = ("dp2-eager", "tp1-hybrid")
@@ -60,8 +61,8 @@ def test_every_scenario_was_recorded() -> None:
     recorded = sorted(p.name for p in ROOT.iterdir() if p.is_dir())
     if ROOT == COMMITTED:
         assert recorded == sorted(SCENARIOS + LIFECYCLE + SHAPES)
-    else:  # a fresh `check` records the four scenarios and the gate's worker kill
-        assert recorded == sorted((*SCENARIOS, "tp2-gate-worker-kill"))
+    else:  # a fresh `check` records the four scenarios and the gate's two
+        assert recorded == sorted((*SCENARIOS, "tp2-gate-worker-kill", "tp1-gate-canary"))
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)

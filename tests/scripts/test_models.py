@@ -25,11 +25,21 @@ def test_each_build_script_is_python_that_saves_a_model_and_a_tokenizer(model: s
 
 
 def test_every_model_has_a_neutral_path_and_only_those() -> None:
-    assert sorted(MODEL_SCRIPTS) == sorted(MODEL_NEUTRALS) == ["tiny-gemma3", "tiny-llama"]
+    assert sorted(MODEL_SCRIPTS) == sorted(MODEL_NEUTRALS)
+    assert sorted(MODEL_SCRIPTS) == ["tiny-gemma3", "tiny-llama", "tiny-llama-hd32"]
     assert MODEL_NEUTRALS == {
         "tiny-llama": "/models/tiny-llama",
+        "tiny-llama-hd32": "/models/tiny-llama-hd32",
         "tiny-gemma3": "/models/tiny-gemma3",
     }
+
+
+@pytest.mark.parametrize("version", ["0.32.0", "0.26.0", "0.8.5"])
+def test_the_head_size_32_llama_has_two_heads_on_every_release(version: str) -> None:
+    """The model a generating scenario serves: head size 32 whatever the release's."""
+    argv = model_argv(Path("out"), Path("env"), RELEASES[version], "tiny-llama-hd32")
+    assert argv[2] == MODEL_SCRIPTS["tiny-llama"]
+    assert argv[-1] == "2"
 
 
 @pytest.mark.parametrize(("version", "heads"), [("0.32.0", "4"), ("0.26.0", "4"), ("0.8.5", "2")])

@@ -58,7 +58,7 @@ def test_the_live_tiers_own_four_are_the_ones_ci_and_the_live_tests_name() -> No
 
 def test_every_name_is_unique_across_all_four_tables() -> None:
     names = [s.name for s in EVERY]
-    assert len(names) == len(set(names)) == 16
+    assert len(names) == len(set(names)) == 17
     assert all(s.summary.strip() for s in EVERY)
 
 
@@ -100,9 +100,10 @@ def test_a_restart_is_started_directly() -> None:
     assert not any(s.launched for s in restarts)
 
 
-def test_only_shape_scenarios_serve_a_model_other_than_the_llama() -> None:
+def test_only_shape_scenarios_and_the_canarys_serve_a_model_other_than_the_llama() -> None:
     assert all(s.model in MODEL_SCRIPTS for s in EVERY)
-    assert [s.name for s in EVERY if s.model != "tiny-llama"] == ["tp1-hybrid"]
+    others = {s.name: s.model for s in EVERY if s.model != "tiny-llama"}
+    assert others == {"tp1-hybrid": "tiny-gemma3", "tp1-gate-canary": "tiny-llama-hd32"}
     assert "tp1-hybrid" in {s.name for s in SHAPE_SCENARIOS}
 
 
@@ -226,8 +227,8 @@ def test_record_refuses_a_name_the_release_does_not_record(
         record_names(release, names)
 
 
-def test_check_of_the_own_release_records_its_four_and_takes_no_names() -> None:
-    assert check_names(OWN, []) == (*SCENARIO_NAMES, "tp2-gate-worker-kill")
+def test_check_of_the_own_release_records_its_four_and_the_gates_and_takes_no_names() -> None:
+    assert check_names(OWN, []) == (*SCENARIO_NAMES, "tp2-gate-worker-kill", "tp1-gate-canary")
     with pytest.raises(ScenarioChoiceError, match=r"^check --release 0\.32\.0 runs its own"):
         check_names(OWN, ["tp1-devmode-alias"])
 
@@ -257,6 +258,37 @@ def test_the_gate_scenario_runs_the_gate_and_the_launcher_takes_its_command_line
     args = build_parser().parse_args(argv[3:])
     assert args.serve == "127.0.0.1:9"
     assert tuple(args.require) == GATE_REQUIRES
+    assert args.canary is False
     assert args.receipt_signing_key is None
     plain = launcher_argv(["vllm"], receipt=receipt, log_path=log, signing_key=tmp_path / "k")
-    assert build_parser().parse_args(plain[3:]).serve is None
+    plain_args = build_parser().parse_args(plain[3:])
+    assert plain_args.serve is None
+    assert plain_args.canary is False
+
+
+def test_the_canary_scenario_runs_the_gate_with_its_canary(tmp_path: Path) -> None:
+    """``tp1-gate-canary`` is launched under ``--serve --canary``, requiring
+    ``generation``, and serves the head-size-32 Llama (16 fails a completion on CPU)."""
+    from live_vllm.scenarios import CANARY_REQUIRES
+
+    from vllm_evidence.cli import build_parser
+
+    (scenario,) = [s for s in EVERY if s.lifecycle == "gate-canary"]
+    assert scenario.name == "tp1-gate-canary"
+    assert scenario.model == "tiny-llama-hd32"
+    run = _run(_release_of(scenario), tmp_path)
+    receipt, log = tmp_path / "r.json", tmp_path / "startup.log"
+    argv = launcher_argv(
+        run.argv(scenario),
+        receipt=receipt,
+        log_path=log,
+        signing_key=tmp_path / "k",
+        gate_port=9,
+        canary=True,
+    )
+    args = build_parser().parse_args(argv[3:])
+    assert args.serve == "127.0.0.1:9"
+    assert args.canary is True
+    assert tuple(args.require) == CANARY_REQUIRES
+    assert "generation" in CANARY_REQUIRES
+    assert "/tiny-llama-hd32" in " ".join(args.command)
