@@ -140,43 +140,32 @@ def first_not_200(lines: list[str], name: str) -> str | None:
     return None
 
 
-def _run_gate(run: Run, server: Server, out: Path) -> None:
-    """``tp2-gate-worker-kill``: under the gate, ready; a worker killed; the gate's
-    ``/ready`` against vLLM's ``/health`` every 0.2 s."""
+def _run_gate(run: Run, server: Server, out: Path, *, canary: bool) -> None:
+    """Under the gate, ready; then a process killed and the gate's ``/ready`` against
+    vLLM's ``/health`` every 0.2 s.  ``tp2-gate-worker-kill``: the top-level routes read
+    first, the rank-1 worker killed, the gate's ``/metrics`` kept after too;
+    ``tp1-gate-canary`` (``canary``): ready means a token back, the EngineCore killed."""
     assert server.gate_port is not None  # noqa: S101 - set by start() for this lifecycle
     log(f"  ready after {server.wait_ready():.1f} s")
-    for stem, path in ROUTES:
-        record_route(run, out, stem, path)
+    if not canary:
+        for stem, path in ROUTES:
+            record_route(run, out, stem, path)
     waited = wait_gate_ready(run, server.gate_port, 60.0)
     log(f"  the gate's /ready answered 200 {waited:.1f} s later")
     _, body = gate_get(server.gate_port, "/ready")
     (out / "ready-before.json").write_bytes(run.neutralise(body))
     _, body = gate_get(server.gate_port, "/metrics")
     (out / "gate-metrics-before.txt").write_bytes(run.neutralise(body))
-    pid = wait_for_pid(server, RANK_PID, 5.0)
+    victim, what = (ENGINE_PID, "EngineCore") if canary else (RANK_PID, "rank-1 worker")
+    pid = wait_for_pid(server, victim, 5.0)
     os.kill(pid, signal.SIGKILL)
-    log(f"  killed the rank-1 worker (pid {pid})")
+    log(f"  killed the {what} (pid {pid})")
     gate_series(run, server.gate_port, out, 30.0)
+    if canary:
+        return
     with contextlib.suppress(OSError, http.client.HTTPException):
         _, body = gate_get(server.gate_port, "/metrics")
         (out / "gate-metrics-after.txt").write_bytes(run.neutralise(body))
-
-
-def _run_gate_canary(run: Run, server: Server, out: Path) -> None:
-    """``tp1-gate-canary``: under the gate with ``--canary``, ready (a token back); the
-    EngineCore killed; the gate's ``/ready`` against vLLM's ``/health`` every 0.2 s."""
-    assert server.gate_port is not None  # noqa: S101 - set by start() for this lifecycle
-    log(f"  ready after {server.wait_ready():.1f} s")
-    waited = wait_gate_ready(run, server.gate_port, 60.0)
-    log(f"  the gate's /ready answered 200 {waited:.1f} s later")
-    _, body = gate_get(server.gate_port, "/ready")
-    (out / "ready-before.json").write_bytes(run.neutralise(body))
-    _, body = gate_get(server.gate_port, "/metrics")
-    (out / "gate-metrics-before.txt").write_bytes(run.neutralise(body))
-    pid = wait_for_pid(server, ENGINE_PID, 5.0)
-    os.kill(pid, signal.SIGKILL)
-    log(f"  killed the EngineCore (pid {pid})")
-    gate_series(run, server.gate_port, out, 30.0)
 
 
 def run_lifecycle(run: Run, scenario: Scenario, out: Path, logs: Path) -> None:
@@ -194,10 +183,8 @@ def run_lifecycle(run: Run, scenario: Scenario, out: Path, logs: Path) -> None:
                 log(f"  the launcher exited {code}")
             except subprocess.TimeoutExpired:
                 log("  still running 180 s after the kill; stopping it")
-        elif scenario.lifecycle == "gate-worker-kill":
-            _run_gate(run, server, out)
-        elif scenario.lifecycle == "gate-canary":
-            _run_gate_canary(run, server, out)
+        elif scenario.lifecycle in ("gate-worker-kill", "gate-canary"):
+            _run_gate(run, server, out, canary=scenario.lifecycle == "gate-canary")
         else:
             log(f"  ready after {server.wait_ready():.1f} s")
             for stem, path in ROUTES:
