@@ -89,6 +89,9 @@ def missing_files(scenario: Path) -> list[str]:
         need += [f"second/{stem}.{ext}" for stem in STEMS for ext in ("body", "headers")]
     elif doc.get("lifecycle") == "failed-startup":
         need += ["startup.log"]  # the server never listened: no route was read
+    elif doc.get("lifecycle") == "gate-canary":  # the gate's reads only, its canary's
+        need += ["startup.log", "ready-before.json", "ready-after.json", "gate-after.txt"]
+        need += ["gate-metrics-before.txt"]
     else:
         need += ["startup.log"]
         need += [f"{stem}.{ext}" for stem in STEMS for ext in ("body", "headers")]
