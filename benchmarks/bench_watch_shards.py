@@ -41,6 +41,7 @@ import tempfile
 import time
 import urllib.parse
 import urllib.request
+from collections.abc import Callable
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -133,12 +134,12 @@ def free_port() -> int:
         return port
 
 
-def until(what: str, check: object, limit_s: float) -> None:
+def until(what: str, check: Callable[[], object], limit_s: float) -> None:
     deadline = time.monotonic() + limit_s
     last: BaseException | None = None
     while time.monotonic() < deadline:
         try:
-            if check():  # type: ignore[operator]
+            if check():
                 return
         except OSError as error:
             last = error

@@ -93,7 +93,8 @@ class Server:
         self.shm_before: set[str] = set()
         self.started_at = 0.0
         self.gate_port: int | None = None
-        """The gate's port (``launch --serve``), for a ``gate-worker-kill`` scenario."""
+        """The gate's port (``launch --serve``), for a ``gate-worker-kill`` or ``gate-canary``
+        scenario."""
 
     @property
     def receipt_path(self) -> Path:
