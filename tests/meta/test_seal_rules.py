@@ -11,9 +11,11 @@
 from __future__ import annotations
 
 import ast
+import gc
 import importlib
 import pkgutil
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -90,7 +92,20 @@ def _sealed_classes() -> list[type[Sealed]]:
         if info.name.endswith((".__main__", ".installed")):
             continue  # runs the CLI / imports vLLM itself
         importlib.import_module(info.name)
-    return sorted(Sealed.__subclasses__(), key=lambda c: f"{c.__module__}.{c.__qualname__}")
+    # attrs replaces a slotted class by a new one; until the old one is collected it is
+    # still a subclass, so collect first and keep only the class its module names.
+    gc.collect()
+    return sorted(
+        (c for c in Sealed.__subclasses__() if _named_by_its_module(c)),
+        key=lambda c: f"{c.__module__}.{c.__qualname__}",
+    )
+
+
+def _named_by_its_module(cls: type) -> bool:
+    obj: object = sys.modules[cls.__module__]
+    for part in cls.__qualname__.split("."):
+        obj = getattr(obj, part, None)
+    return obj is cls
 
 
 _NAME = re.compile(r"\bvllm_evidence(?:\.\w+)+(?:\(\))?")
