@@ -3,7 +3,7 @@
 :func:`assess` runs every decision over one server's evidence — a front-door readback
 and/or one launch of its startup log — and returns a sealed :class:`Assessment`.
 Its JSON document is :func:`vllm_evidence.output.assessment.assessment_document`
-(schema ``vllm-evidence.assessment/8``); its text report is
+(schema ``vllm-evidence.assessment/9``); its text report is
 :func:`vllm_evidence.output.report.render_report`.  ``str(assessment)`` is one line:
 what was read, its release, and the answer (:func:`summary_line`).
 

@@ -51,7 +51,7 @@ def test_demo_json_reports_the_real_capture() -> None:
     out = _run("demo", "--json")
     assert out.returncode == 0, out.stderr
     doc = json.loads(out.stdout)
-    assert doc["schema"] == "vllm-evidence.assessment/8"
+    assert doc["schema"] == "vllm-evidence.assessment/9"
     assert doc["version"] == "0.32.0"
     assert doc["versions"] == {"front_door": "0.32.0", "startup_log": "0.32.0"}
     d = doc["decisions"]

@@ -23,7 +23,7 @@ from vllm_evidence.testing.stub import serve_capture
 def test_explain_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["explain", str(REAL), "--bodies", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
-    assert doc["schema"] == "vllm-evidence.assessment/8"
+    assert doc["schema"] == "vllm-evidence.assessment/9"
     assert doc["observations"]["version"] == "0.32.0"
     assert doc["observations"]["metrics"]["cache_config_info"] == [
         {"labels": REAL_CACHE_CONFIG_LABELS, "value": "1.0"}

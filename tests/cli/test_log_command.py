@@ -19,7 +19,7 @@ def test_json_contract_on_the_real_capture() -> None:
     result = _run(str(CAPTURES / "vllm-0.32.0-cpu-tp1-devmode" / "startup.log"), "--json")
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
-    assert doc["schema"] == "vllm-evidence.startup-log/5"
+    assert doc["schema"] == "vllm-evidence.startup-log/6"
     (launch,) = doc["launches"]
     assert (launch["index"], launch["first_line"], launch["last_line"]) == (0, 1, 192)
     assert launch["version"] == "0.32.0"

@@ -23,7 +23,7 @@ def _document(**kw: Any) -> AssessmentDocument:
 def test_the_document_carries_the_public_keys() -> None:
     doc = assessment_document(assess_witnessed(REAL, real_log()))
     assert json.loads(json.dumps(doc)) == doc
-    assert doc["schema"] == "vllm-evidence.assessment/8"
+    assert doc["schema"] == "vllm-evidence.assessment/9"
     assert doc["version"] == "0.32.0"
     decisions = doc["decisions"]
     assert set(decisions) == set(CLAIMS)

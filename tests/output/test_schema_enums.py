@@ -20,7 +20,7 @@ import pytest
 
 from vllm_evidence._claims import CLAIMS
 from vllm_evidence.adapters.outcome import Outcome
-from vllm_evidence.adapters.startup_log import CompileCacheForm, LifeKind
+from vllm_evidence.adapters.startup_log import CompileCacheForm, LifeKind, RankForm
 from vllm_evidence.assessment import REGISTRY, Verdict
 from vllm_evidence.audit import Verdict as AuditVerdict
 from vllm_evidence.capture.batch import CaptureOrigin, ExchangeRole, ProvenanceKind, Transport
@@ -101,6 +101,7 @@ SOURCES: tuple[tuple[str, frozenset[object], frozenset[object]], ...] = (
     _exact("*/$defs/request/properties/role", ExchangeRole),
     _exact("*/$defs/request/properties/transport", Transport),
     _exact("*/compile_cache/items/properties/form", CompileCacheForm),
+    _exact("*/pasted_ranks/items/properties/form", RankForm),
     _exact("*/properties/executor_backend/anyOf[0]", ExecutorBackend),
     _exact("*/properties/named/anyOf[0]", ExecutorBackend),
     _exact("*/$defs/law_health/properties/backend", ExecutorBackend),

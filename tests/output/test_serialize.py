@@ -74,7 +74,7 @@ def test_a_sealed_type_without_a_hook_is_refused_not_dumped() -> None:
 def test_the_public_document_functions_are_the_serialize_ones() -> None:
     assert vllm_evidence.assessment_document is serialize.assessment_document
     document = serialize.assessment_document(assess(load(REAL, bodies=True)))
-    assert document["schema"] == "vllm-evidence.assessment/8"
+    assert document["schema"] == "vllm-evidence.assessment/9"
     assert json.loads(json.dumps(document)) == document
 
 

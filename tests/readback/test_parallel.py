@@ -501,3 +501,82 @@ def test_rank_lines_with_no_engine_init_line_are_seen_not_mapped_and_with_one_ma
         (1, RankAttribution.DP_WIDE_WORLD),
     ]
     assert launch_parallel(whole).unmapped_why == ()
+
+
+def _loading(tag: str) -> str:
+    """A worker line no observation takes: only its tag says the worker was there."""
+    return f"({tag}) INFO 11-30 04:11:20 [gpu_model_runner.py:2600] Model loading took 3.1 GiB\n"
+
+
+def _engine_capacity(tag: str) -> str:
+    return f"({tag}) INFO 11-30 04:11:30 [kv_cache_utils.py:1087] GPU KV cache size: 9,000 tokens\n"
+
+
+def _tags_and_ranks(text: str) -> tuple[list[tuple[int, int | None, str]], list[str]]:
+    (launch,) = log(text).launches
+    resolved = launch_parallel(launch)
+    return (
+        [(g.rank, g.pid, g.attribution.value) for g in resolved.ranks],
+        [tag.text for tag, _ in resolved.unmapped_tags],
+    )
+
+
+def test_a_worker_tag_on_any_line_is_seen_and_in_the_json() -> None:
+    """Issue 33: a paste of worker lines no rule reads still shows its workers."""
+    startup_log = log(_loading("Worker_TP0 pid=300") + _loading("Worker_TP1 pid=301"))
+    (launch,) = startup_log.launches
+    assert [(t.text, line) for t, line in launch.worker_tags] == [
+        ("Worker_TP0 pid=300", 1),
+        ("Worker_TP1 pid=301", 2),
+    ]
+    (document,) = startup_log_document(startup_log)["launches"]
+    assert document["resolved_parallel"]["global_ranks"] == []
+    assert document["resolved_parallel"]["unmapped_worker_tags"] == [
+        {"tag": "Worker_TP0 pid=300", "pid": 300, "line": 1},
+        {"tag": "Worker_TP1 pid=301", "pid": 301, "line": 2},
+    ]
+    # The executor is not read from such lines: they name no executor.
+    assert launch.executor_observations == ()
+
+
+def test_a_worker_whose_name_says_nothing_or_a_pasted_tag_is_not_kept() -> None:
+    text = _loading("VllmWorkerProcess pid=5") + "`" + _loading("Worker_TP1 pid=6").strip() + "`\n"
+    (launch,) = log(text).launches
+    assert launch.worker_tags == ()
+
+
+def test_tags_alone_are_global_ranks_beside_a_bare_engine_core_tag_only() -> None:
+    workers = _loading("Worker_TP0 pid=300") + _loading("Worker_TP1 pid=301")
+    one_engine = workers + _engine_capacity("EngineCore pid=200")
+    assert _tags_and_ranks(one_engine) == (
+        [(0, 300, "worker_tag_alone"), (1, 301, "worker_tag_alone")],
+        [],
+    )
+    # EngineCore_DP0: the name of one of several engines (or of any engine before 0.20):
+    # independent engines' workers have the same names, so no global rank is read.
+    several = workers + _engine_capacity("EngineCore_DP0 pid=200")
+    assert _tags_and_ranks(several) == ([], ["Worker_TP0 pid=300", "Worker_TP1 pid=301"])
+    assert _tags_and_ranks(workers) == ([], ["Worker_TP0 pid=300", "Worker_TP1 pid=301"])
+
+
+def test_a_name_with_two_world_groups_or_names_that_disagree_give_no_rank_alone() -> None:
+    engine = _engine_capacity("EngineCore pid=200")
+    two = _loading("Worker_PP1_TP0 pid=300") + engine
+    assert _tags_and_ranks(two) == ([], ["Worker_PP1_TP0 pid=300"])
+    # One name says PP has several ranks, the other that it has one: no world is said.
+    disagree = _loading("Worker_TP1 pid=301") + _loading("Worker_PP1 pid=302") + engine
+    assert _tags_and_ranks(disagree) == ([], ["Worker_TP1 pid=301", "Worker_PP1 pid=302"])
+    # A name beside DCP/EP still names one world group.
+    assert _tags_and_ranks(_loading("Worker_TP1_EP1 pid=303") + engine) == (
+        [(1, 303, "worker_tag_alone")],
+        [],
+    )
+
+
+def test_the_text_prints_the_ranks_tags_alone_give_and_those_they_do_not() -> None:
+    one = render_startup_log(
+        log(_loading("Worker_TP1 pid=301") + _engine_capacity("EngineCore pid=200"))
+    )
+    assert "  global ranks:       1 (from its tag and the bare EngineCore tag" in one
+    none = render_startup_log(log(_loading("Worker_TP1 pid=301")))
+    assert "  global ranks:       none; 1 worker tag(s) with no rank line seen, not mapped" in none

@@ -11,8 +11,8 @@ __all__ = ["register"]
 #: The names ``schema`` takes (``vllm_evidence.serialize.SCHEMA_NAMES``, spelled out
 #: here so that ``--help`` does not import the converter).
 NAMES: dict[str, str] = {
-    "assessment": "probe/explain/demo --json (vllm-evidence.assessment/8)",
-    "startup-log": "log --json (vllm-evidence.startup-log/5)",
+    "assessment": "probe/explain/demo --json (vllm-evidence.assessment/9)",
+    "startup-log": "log --json (vllm-evidence.startup-log/6)",
     "laws": "laws --json (vllm-evidence.laws/3)",
     "audit": "audit-upstream --json (vllm-evidence.audit/3)",
     "capture-manifest": "manifest.json of a saved capture (vllm-evidence/capture-manifest/3)",

@@ -1,4 +1,4 @@
-"""The shapes of the assessment document (``vllm-evidence.assessment/8``), as typed dicts.
+"""The shapes of the assessment document (``vllm-evidence.assessment/9``), as typed dicts.
 
 Pure declarations: what each decision's document and each section holds.  The hooks that
 build them from the typed decisions are in :mod:`vllm_evidence.output.assessment`, which
@@ -179,7 +179,7 @@ class ObservationsDocument(TypedDict):
 
 
 class AssessmentDocument(TypedDict):
-    """The ``vllm-evidence.assessment/8`` document (``vllm-evidence schema assessment``)."""
+    """The ``vllm-evidence.assessment/9`` document (``vllm-evidence schema assessment``)."""
 
     schema: str
     version: str | None

@@ -1,4 +1,4 @@
-"""The assessment's JSON document (schema ``vllm-evidence.assessment/8``).
+"""The assessment's JSON document (schema ``vllm-evidence.assessment/9``).
 
 Built from the typed decisions of one :class:`~vllm_evidence.assessment.Assessment`;
 the keys are a public contract (README, DESIGN §6): change them only with a schema
@@ -78,11 +78,11 @@ __all__ = [
     "verdict",
 ]
 
-SCHEMA = "vllm-evidence.assessment/8"
+SCHEMA = "vllm-evidence.assessment/9"
 
 
 def assessment_document(assessment: Assessment) -> AssessmentDocument:
-    """The public JSON document (schema ``vllm-evidence.assessment/8``)."""
+    """The public JSON document (schema ``vllm-evidence.assessment/9``)."""
     document: AssessmentDocument = converter.unstructure(assessment)
     return document
 

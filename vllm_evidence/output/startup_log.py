@@ -1,4 +1,4 @@
-"""A read startup log as the ``vllm-evidence.startup-log/5`` JSON document and as text.
+"""A read startup log as the ``vllm-evidence.startup-log/6`` JSON document and as text.
 
 The document is the package converter's rendering of a
 :class:`~vllm_evidence.adapters.startup_log.StartupLog`; the hooks of the log's types
@@ -19,7 +19,7 @@ from vllm_evidence.readback.parallel import launch_parallel
 
 __all__ = ["SCHEMA", "render_startup_log", "startup_log_document"]
 
-SCHEMA = "vllm-evidence.startup-log/5"
+SCHEMA = "vllm-evidence.startup-log/6"
 
 
 def _process_json(process: ProcessTag) -> dict[str, object]:
@@ -99,6 +99,10 @@ def _launch_document(launch: Launch) -> dict[str, object]:
                 "process": converter.unstructure(r.process),
             }
             for r in launch.ranks
+        ],
+        "pasted_ranks": [
+            {"rank": r.rank, "world_size": r.world_size, "line": r.line, "form": r.form.value}
+            for r in launch.pasted_ranks
         ],
         "compile_cache": [
             {
@@ -239,7 +243,7 @@ def _life_lines(launch: Launch) -> list[str]:
 
 
 def startup_log_document(log: StartupLog) -> dict[str, Any]:
-    """The ``vllm-evidence.startup-log/5`` JSON document of a read log."""
+    """The ``vllm-evidence.startup-log/6`` JSON document of a read log."""
     document: dict[str, Any] = converter.unstructure(log)
     return document
 
@@ -285,6 +289,9 @@ def _resolution_json(launch: Launch) -> dict[str, object]:
             for g in res.ranks
         ],
         "unmapped_rank_lines": list(res.unmapped_lines),
+        "unmapped_worker_tags": [
+            {"tag": tag.text, "pid": tag.pid, "line": line} for tag, line in res.unmapped_tags
+        ],
         "unmapped_why": list(res.unmapped_why),
     }
 
@@ -295,16 +302,19 @@ def _resolved_lines(launch: Launch) -> list[str]:
     res = launch_parallel(launch)
     config = launch.engine_config
     sizes = res.configuration
-    if sizes is None:
-        return [f"  resolved sizes:     not established: {res.note}"] if config is not None else []
-    if config is None or res.note is None:
-        return []
     ranks = (
         ", ".join(str(g.rank) + ("" if g.how is None else f" ({g.how})") for g in res.ranks)
         if res.ranks
         else "none"
     )
     ranks += "".join(f"; {why}" for why in res.unmapped_why)
+    if sizes is None:
+        # What the workers' tags and rank lines name, even with no sizes to map them by.
+        named = ["  global ranks:       " + ranks] if res.ranks or res.unmapped_why else []
+        head = [f"  resolved sizes:     not established: {res.note}"] if config is not None else []
+        return head + named
+    if config is None or res.note is None:
+        return []
     tp, pp, dp = sizes.tensor_parallel_size, sizes.pipeline_parallel_size, sizes.data_parallel_size
     return [
         f"  resolved sizes:     TP={tp} PP={pp} DP={dp} ({res.note})",
@@ -348,6 +358,13 @@ def render_startup_log(log: StartupLog) -> str:
             "  ranks seen:         "
             + (", ".join(f"{r}/{w}" for r, w in ranks) if ranks else "none")
         )
+        if launch.pasted_ranks:
+            named = sorted({(r.rank, r.world_size) for r in launch.pasted_ranks})
+            out.append(
+                "  ranks named:        "
+                + ", ".join(f"{r}/{w}" for r, w in named)
+                + " (under a pasted head: named, not evidence of a process)"
+            )
         out.extend(_resolved_lines(launch))
         out.extend(_life_lines(launch))
         evidence = ", ".join(f"{o.marker.value}@{o.line}" for o in executor.evidence)

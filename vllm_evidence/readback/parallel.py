@@ -60,6 +60,7 @@ __all__ = [
     "resolve_from_http",
     "resolve_from_log",
     "stated_engines",
+    "tag_alone_rank",
     "tag_attribute",
     "tag_only_workers",
     "tree_engines",
@@ -410,6 +411,12 @@ class RankAttribution(enum.Enum):
     WORKER_TAG = "worker_tag"
     """No rank line: the worker's own tag name (``Worker_TP1``) under the resolved
     sizes."""
+    WORKER_TAG_ALONE = "worker_tag_alone"
+    """No rank line and no resolved sizes: the worker's tag names one parallel group
+    (``Worker_TP1``) beside a bare ``EngineCore`` tag (one DP engine), and vLLM names
+    every group of more than one rank (:func:`tag_alone_rank`), so the index is the
+    global rank.  For the log's report: no decision takes a rank whose world size the
+    log does not say."""
 
 
 def attribute(
@@ -521,6 +528,53 @@ def global_rank(
     """The global rank a worker line names (:func:`attribute`), or ``None``."""
     found = attribute(obs, configuration, independent=independent, stated=stated, trees=trees)
     return None if found is None else found.rank
+
+
+#: The groups whose sizes multiply into the world (``DCP`` lies inside TP and ``EP``
+#: across DP×TP: they add no rank).
+_WORLD_GROUPS = frozenset({"DP", "PP", "PCP", "TP"})
+
+
+def tag_alone_rank(tag: ProcessTag, launch: Launch) -> int | None:
+    """The global rank a worker's tag names where no sizes resolved, or ``None``.
+
+    Two of vLLM's own names say it together.  A bare ``EngineCore`` tag on any of the
+    launch's lines says one DP engine: 0.20 on name the engine core ``EngineCore_DP<r>``
+    when ``data_parallel_size > 1 or dp_rank > 0`` and ``EngineCore`` otherwise
+    (v0.26.0 ``v1/engine/core.py`` L1264-1269, v0.32.0 L1405-1410; earlier releases
+    print ``EngineCore_DP0``/``EngineCore_0`` even alone, never a bare one).  And the
+    worker's name has every group of more than one rank (v0.29.0
+    ``v1/executor/multiproc_executor.py`` L1080-1093, v0.32.0 L1088-1101), so one that
+    names exactly one of PP, PCP and TP (``Worker_TP1``; ``_DCP``/``_EP`` beside it add
+    no rank) has its index as its global rank.  Without the bare engine tag the name is
+    a rank in its own engine only (independent DP engines' workers have the same
+    names); a name with two world groups needs the inner one's size; the older forms
+    give an engine-local rank: each is ``None``.
+    """
+    worker = tag.worker
+    if worker is None or tag.outer is not None or worker.form is not WorkerNameForm.GROUPS:
+        return None
+    keys = [key for key, _ in worker.groups]
+    if len(set(keys)) != len(keys) or set(keys) - _WORLD_GROUPS - {"DCP", "EP"}:
+        return None
+    world = [(key, value) for key, value in worker.groups if key in _WORLD_GROUPS]
+    if len(world) != 1 or world[0][0] == "DP" or not _one_engine(launch):
+        return None
+    return world[0][1]
+
+
+def _one_engine(launch: Launch) -> bool:
+    """Whether a line of the launch carries the bare ``EngineCore`` tag (one DP engine)."""
+    processes = (
+        *(o.process for o in launch.engine_configs),
+        *(o.process for o in launch.capacity),
+        *(o.process for o in launch.blocks),
+        *(o.process for o in launch.available_memory),
+        *(o.process for o in launch.executor_observations),
+        *(e.process for e in launch.life),
+        *(o.process for o in launch.versions),
+    )
+    return any(p is not None and p.outer is None and p.name == "EngineCore" for p in processes)
 
 
 def worker_tag_rank(tag: ProcessTag, configuration: ResolvedParallel) -> int | None:
@@ -640,14 +694,16 @@ def tag_attribute(
 
 def worker_tags(launch: Launch) -> list[tuple[ProcessTag, int]]:
     """Every worker process tag of the launch's observations, with the first line it
-    tagged (rank lines, memory lines, executor markers, compile-cache lines), in line
+    tagged (rank lines, memory lines, executor markers, compile-cache lines, and any
+    line with a worker's tag that names its place: :attr:`Launch.worker_tags`), in line
     order."""
     seen: dict[str, tuple[ProcessTag, int]] = {}
-    tagged = [
+    tagged: list[tuple[ProcessTag | None, int]] = [
         *((o.process, o.line) for o in launch.ranks),
         *((o.process, o.line) for o in launch.compile_cache),
         *((o.process, o.line) for o in launch.available_memory),
         *((o.process, o.line) for o in launch.executor_observations),
+        *launch.worker_tags,
     ]
     for tag, line in sorted(tagged, key=lambda pair: pair[1]):
         if tag is None or tag.worker is None:
@@ -795,7 +851,8 @@ class GlobalRank(Sealed):
         """How the worker's DP engine was read, where its rank line is in one engine's
         own world, for a renderer to print after the rank: ``DP engine from compile-cache
         line 77``, ``DP engine from the shutdown's force-kill line 221`` (both, when both
-        named it); ``from the worker's own tag`` for a rank read from a tag's name; ``None``
+        named it); ``from the worker's own tag`` for a rank read from a tag's name (``… alone:
+        no sizes resolved`` where no sizes were); ``None``
         when no engine had to be read (a rank line in the DP-wide world, or an engine's
         own tag)."""
         said = []
@@ -804,11 +861,11 @@ class GlobalRank(Sealed):
         if self.tree_line is not None:
             said.append(f"the shutdown's force-kill line {self.tree_line}")
         if not said:
-            return (
-                "from the worker's own tag"
-                if self.attribution is RankAttribution.WORKER_TAG
-                else None
-            )
+            if self.attribution is RankAttribution.WORKER_TAG:
+                return "from the worker's own tag"
+            if self.attribution is RankAttribution.WORKER_TAG_ALONE:
+                return "from its tag and the bare EngineCore tag: no sizes resolved"
+            return None
         return "DP engine from " + " and ".join(said)
 
     def _repr_summary(self) -> str:
@@ -871,6 +928,27 @@ def _tag_says(tag: ProcessTag) -> str:
     return "in its engine " + ", ".join(f"{key} rank {value}" for key, value in worker.groups)
 
 
+def _world_groups(launch: Launch) -> set[frozenset[str]]:
+    """The distinct sets of world groups the launch's group-form worker names print."""
+    return {
+        frozenset(key for key, _ in tag.worker.groups if key in _WORLD_GROUPS)
+        for tag, _ in worker_tags(launch)
+        if tag.worker is not None and tag.worker.form is WorkerNameForm.GROUPS
+    }
+
+
+def _alone(tag: ProcessTag, line: int, rank: int) -> GlobalRank:
+    return _mint_global_rank(
+        rank=rank,
+        line=line,
+        pid=tag.pid,
+        process=tag,
+        attribution=RankAttribution.WORKER_TAG_ALONE,
+        engine_line=None,
+        tree_line=None,
+    )
+
+
 def _unmapped_tags_why(tags: list[TaggedWorker], why: str) -> str:
     shown = "; ".join(f"{tag.text} (line {line}: {_tag_says(tag)})" for tag, line in tags[:4])
     more = f"; and {len(tags) - 4} more" if len(tags) > 4 else ""
@@ -896,16 +974,27 @@ def launch_parallel(launch: Launch) -> LaunchParallel:
         unresolved = "no engine-init line" if resolved is None else resolved
         why_not = f"the launch's sizes are not resolved ({unresolved})"
         lines = sorted({r.line for r in launch.ranks})
+        alone: dict[int, GlobalRank] = {}
+        rest: list[TaggedWorker] = []
+        # Names that disagree on which groups have several ranks (Worker_TP1 beside
+        # Worker_PP1_TP0) say no world: no tag alone is read then.
+        agree = len(_world_groups(launch)) <= 1
+        for tag, line in only_tags:
+            g = tag_alone_rank(tag, launch) if agree else None
+            if g is None or (g in alone and alone[g].pid != tag.pid):
+                rest.append((tag, line))  # two workers naming one rank: neither is read
+                continue
+            alone.setdefault(g, _alone(tag, line, g))
         unresolved_why = (
             *((f"{len(lines)} worker rank line(s) seen, not mapped: {why_not}",) if lines else ()),
-            *((_unmapped_tags_why(only_tags, why_not),) if only_tags else ()),
+            *((_unmapped_tags_why(rest, why_not),) if rest else ()),
         )
         return _mint_launch_parallel(
             configuration=None,
             note=unresolved,
-            ranks=(),
+            ranks=tuple(alone[g] for g in sorted(alone)),
             unmapped_lines=(),
-            unmapped_tags=tuple(only_tags),
+            unmapped_tags=tuple(rest),
             unmapped_why=unresolved_why,
         )
     independent = independent_engines(launch, resolved)

@@ -33,9 +33,23 @@ def test_markdown_backticks_are_read_as_transformed() -> None:
 
 
 def test_a_rank_under_backticks_is_not_a_rank_but_under_vllms_head_it_is() -> None:
-    assert _launch(f"`{VLLM_HEAD}{RANK}`\n").ranks == ()
-    (rank,) = _launch(f"{VLLM_HEAD}{RANK}\n").ranks
+    pasted = _launch(f"`{VLLM_HEAD}{RANK}`\n")
+    assert pasted.ranks == ()
+    # What the paste names is kept apart, with no process: never evidence of one.
+    (named,) = pasted.pasted_ranks
+    assert (named.rank, named.world_size, named.process, named.pid) == (1, 2, None, None)
+    own = _launch(f"{VLLM_HEAD}{RANK}\n")
+    (rank,) = own.ranks
     assert (rank.rank, rank.world_size, rank.pid) == (1, 2, 31)
+    assert own.pasted_ranks == ()
+
+
+def test_a_host_logging_rank_line_is_named_not_a_rank() -> None:
+    launch = _launch(
+        HOST + "world_size=4 rank=3 local_rank=3 distributed_init_method=env:// backend=nccl\n"
+    )
+    assert launch.ranks == ()
+    assert [(r.rank, r.world_size) for r in launch.pasted_ranks] == [(3, 4)]
 
 
 def test_elided_fields_are_read_without_their_tag() -> None:
@@ -107,13 +121,15 @@ def test_a_launch_says_its_head_was_transformed_and_where() -> None:
     pasted = (
         "`INFO 10-01 18:03:16 [kv_cache_utils.py:849] GPU KV cache size: 1,024 tokens`\n"
         "some other line\n"
-        f"`{VLLM_HEAD}{RANK}`\n"  # read as no rank at all: no observation, no line
+        f"`{VLLM_HEAD}{RANK}`\n"  # named (pasted_ranks), never a rank
         "(EngineCore pid=...) INFO ... [kv_cache_utils.py:1733] GPU KV cache size: 2,048 "
         "tokens, Maximum concurrency for 1,024 tokens per request: 2.00x\n"
     )
     launch = _launch(pasted)
     assert launch.head == "transformed"
-    assert launch.transformed_head_lines == (1, 4)
+    assert launch.transformed_head_lines == (1, 3, 4)
+    assert launch.ranks == ()
+    assert [(r.rank, r.world_size, r.line) for r in launch.pasted_ranks] == [(1, 2, 3)]
 
 
 def test_vllms_own_heads_leave_the_launch_untransformed() -> None:

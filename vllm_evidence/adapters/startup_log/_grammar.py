@@ -92,9 +92,13 @@ from vllm_evidence.adapters.startup_log.observations import (
     LifeEvent,
     LifeKind,
     Observation,
+    PastedRankLine,
     ProcessTag,
+    RankObservation,
     SizeLine,
     VersionSource,
+    WorkerNameForm,
+    WorkerTagLine,
     _mint_args,
     _mint_blocks,
     _mint_capacity,
@@ -201,6 +205,9 @@ KEYWORDS: tuple[str, ...] = (
     "Development endpoints",
     "executor",
     "DP group leader",
+    # A worker's own tag on any line (WorkerTagLine): the worker was there.
+    "Worker_",
+    "VllmWorker",
     "/rank_",
     # Lifecycle lines (LIFE_KEYWORDS below).
     "died",
@@ -455,6 +462,11 @@ def parse_logical_line(text: str, line: int) -> list[Read]:
     elif "world size" in msg or msg.startswith("world_size="):
         if not h.transformed:  # a rank is evidence only under vLLM's own head and tag
             out.extend(rank_lines(msg, h, line, proc))
+        else:  # what a paste names, kept apart: no decision reads it
+            pasted = rank_lines(msg, h, line, None)
+            out.extend(
+                PastedRankLine(rank=r, line=line) for r in pasted if isinstance(r, RankObservation)
+            )
     elif msg.startswith("Initializing"):
         out.extend(_engine(msg, line, proc))
     elif msg.startswith(("non-default args", "args: Namespace(")):
@@ -493,7 +505,16 @@ def parse_logical_line(text: str, line: int) -> list[Read]:
                 marker=ExecutorMarker.MP_LEADER_LINE, named=None, line=line, process=proc
             )
         )
+    if proc is not None and proc.outer is None and _names_a_place(proc):
+        out.append(WorkerTagLine(process=proc, line=line))
     return out
+
+
+def _names_a_place(proc: ProcessTag) -> bool:
+    """Whether the tag is a worker's whose name says something of its place (a group
+    index or a rank): its line shows that worker was there."""
+    worker = proc.worker
+    return worker is not None and (worker.form is not WorkerNameForm.UNREAD)
 
 
 def _engine(msg: str, line: int, proc: ProcessTag | None) -> list[Observation]:

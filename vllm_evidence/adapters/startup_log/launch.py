@@ -145,6 +145,15 @@ class Launch(Sealed):
     (markdown backticks, ``...``-elided fields, a host application's logging format,
     a journald prefix, a bare message): a pasted log.  Their process tags are never
     trusted (no rank, pid or engine comes from them)."""
+    worker_tags: tuple[tuple[ProcessTag, int], ...]
+    """Each worker process tag whose name says its place (``Worker_TP1``, ``VllmWorker
+    rank=1``), with the first line it tagged, in line order: under vLLM's own head only,
+    on any line (a fragment of ``Model loading took …`` lines still shows its workers);
+    at most 4,096."""
+    pasted_ranks: tuple[RankObservation, ...]
+    """The rank lines under a transformed head (:attr:`transformed_head_lines`), as
+    printed and without a process: what a pasted log names.  Never among :attr:`ranks`:
+    no rank, pid or engine is evidence from them, and no decision reads them."""
 
     @property
     def head(self) -> str:

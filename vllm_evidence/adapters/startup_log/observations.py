@@ -485,6 +485,24 @@ class ConcurrencyLine:
 
 
 @attrs.frozen
+class WorkerTagLine:
+    """A worker process's own tag on a line no other observation took (internal; the
+    launch assembler keeps the first line of each tag): the worker was there, printing."""
+
+    process: ProcessTag
+    line: int
+
+
+@attrs.frozen
+class PastedRankLine:
+    """A rank line under a transformed head (internal): what a paste names, kept apart
+    from the ranks (:attr:`~vllm_evidence.adapters.startup_log.Launch.pasted_ranks`)."""
+
+    rank: RankObservation
+    line: int
+
+
+@attrs.frozen
 class DevModeWarning:
     """``SECURITY WARNING: Development endpoints are enabled!`` (internal)."""
 
@@ -505,5 +523,7 @@ Observation = (
     | LifeEvent
     | SizeLine
     | ConcurrencyLine
+    | WorkerTagLine
+    | PastedRankLine
     | DevModeWarning
 )

@@ -42,12 +42,14 @@ from vllm_evidence.adapters.startup_log.observations import (
     ExecutorObservation,
     LifeEvent,
     NonDefaultArgsObservation,
+    PastedRankLine,
     ProcessTag,
     RankObservation,
     RouteObservation,
     SizeLine,
     VersionObservation,
     VersionSource,
+    WorkerTagLine,
     _mint_capacity,
 )
 from vllm_evidence.capture.log import (
@@ -68,6 +70,7 @@ __all__ = ["keyword_line_starts", "read_startup_log"]
 _MAX_LIFE_EVENTS = 256
 #: The force-kill lines one launch keeps (a launch kills a few engines and their workers).
 _MAX_KILL_LINES = 4096
+_MAX_WORKER_TAGS = 4096
 
 
 def _shutdown_kills(lines: list[KillLine]) -> tuple[ShutdownKill, ...]:
@@ -143,6 +146,8 @@ class _Assembler:
         self.dev: list[int] = []
         self.transformed: list[int] = []
         self.pre_banner: list[int] = []
+        self.worker_tags: dict[str, tuple[ProcessTag, int]] = {}
+        self.pasted_ranks: list[RankObservation] = []
         self.pending: dict[str | None, SizeLine | BlocksObservation] = {}
 
     def _close(self, last_line: int) -> None:
@@ -169,6 +174,8 @@ class _Assembler:
                 dev_mode_warning_lines=tuple(self.dev),
                 api_server_pids=tuple(self.api_pids),
                 transformed_head_lines=tuple(self.transformed),
+                worker_tags=tuple(self.worker_tags.values()),
+                pasted_ranks=tuple(self.pasted_ranks),
             )
         )
 
@@ -269,6 +276,15 @@ class _Assembler:
         if isinstance(obs, ExecutorObservation):
             self.executor.append(obs)
             return
+        if isinstance(obs, PastedRankLine):
+            if len(self.pasted_ranks) < _MAX_WORKER_TAGS:
+                self.pasted_ranks.append(obs.rank)
+            return
+        if isinstance(obs, WorkerTagLine):
+            # The first line of each worker's tag, for at most _MAX_WORKER_TAGS workers.
+            if len(self.worker_tags) < _MAX_WORKER_TAGS:
+                self.worker_tags.setdefault(obs.process.text, (obs.process, obs.line))
+            return
         if isinstance(obs, DevModeWarning):
             # Printed when the API-server module is imported, before the banner: it
             # belongs to the launch the next start marker opens, unless other evidence
@@ -331,9 +347,10 @@ def _parse(text: str, line: int, assembler: _Assembler) -> None:
     proc: ProcessTag | None = None
     for obs in observations:
         assembler.feed(obs)
-        if not isinstance(obs, CompileCacheObservation | KillLine):
+        if not isinstance(obs, CompileCacheObservation | KillLine | WorkerTagLine):
             # A compile-cache line states a rank, not the executor: its tag adds no
-            # executor marker (nor does a force-kill line, printed by the API server).
+            # executor marker (nor does a force-kill line, printed by the API server, nor
+            # a worker's tag on a line that says nothing else).
             proc = proc or getattr(obs, "process", None)
     for marker in tag_markers(proc, line):
         assembler.feed(marker)
