@@ -270,6 +270,21 @@ def test_compose_column_starts_a_record_so_equal_engine_lines_are_not_a_wrap() -
     assert [c.tokens.value if c.tokens else None for c in launch.capacity] == [1000]
 
 
+def test_a_fenced_paste_of_equal_long_lines_is_not_a_terminal_wrap() -> None:
+    """Issue 33 (a paste from an issue): two equal-length profiling lines, each followed
+    by a head-less ``# GPU blocks`` line, and a long line before a closing code fence,
+    looked like a wrap at that length and ate both blocks lines."""
+    profile = "Memory profiling results: total_gpu_memory=23.58GiB " + "x" * 150 + " util=0.9"
+    long_warning = "The model's max seq len (9000) is larger than " + "y" * (len(profile) - 50)
+    text = "".join(
+        f"```\n{profile}\n# GPU blocks: {n}, # CPU blocks: 512\n{long_warning}\n```\n"
+        for n in (1478, 1952)
+    )
+    read = _log(text)
+    assert read.wrap_width is None
+    assert [b.device_blocks.value for b in read.launches[0].blocks] == [1478, 1952]
+
+
 # --- streaming the file: bad bytes, long lines, typed read failures ----------------
 
 

@@ -580,3 +580,41 @@ def test_the_text_prints_the_ranks_tags_alone_give_and_those_they_do_not() -> No
     assert "  global ranks:       1 (from its tag and the bare EngineCore tag" in one
     none = render_startup_log(log(_loading("Worker_TP1 pid=301")))
     assert "  global ranks:       none; 1 worker tag(s) with no rank line seen, not mapped" in none
+
+
+def _v0_rank(tag: str | None, rank: int, world: int) -> str:
+    head = f"({tag}) " if tag else ""
+    return (
+        f"{head}DEBUG 07-22 07:59:47 parallel_state.py:803] world_size={world} rank={rank} "
+        f"local_rank={rank} distributed_init_method=tcp://127.0.0.1:1 backend=nccl\n"
+    )
+
+
+def test_a_v0_fragments_rank_lines_are_global_ranks_without_an_engine_init_line() -> None:
+    """Issue 33: V0 (its workers tagged VllmWorkerProcess) has one engine, so a rank line
+    of its world names the global rank even where the paste has no engine-init line."""
+    text = _v0_rank(None, 0, 2) + _v0_rank("VllmWorkerProcess pid=51", 1, 2)
+    (launch,) = log(text).launches
+    resolved = launch_parallel(launch)
+    assert resolved.configuration is None
+    assert [(g.rank, g.pid, g.attribution) for g in resolved.ranks] == [
+        (0, None, RankAttribution.DP_WIDE_WORLD),
+        (1, 51, RankAttribution.DP_WIDE_WORLD),
+    ]
+    assert resolved.unmapped_why == ()
+
+
+def test_rank_lines_with_nothing_that_says_one_engine_stay_unmapped() -> None:
+    """The other direction: V1 workers' rank lines may be in one engine's own world of
+    several (independent DP engines), so without a bare EngineCore tag or a V0 worker
+    they name no global rank."""
+    text = _v0_rank("VllmWorker rank=0 pid=50", 0, 2) + _v0_rank("VllmWorker rank=1 pid=51", 1, 2)
+    resolved = launch_parallel(log(text).launches[0])
+    assert resolved.ranks == ()
+    why = (
+        "2 worker rank line(s) seen, not mapped: the launch's sizes are not resolved "
+        "(no engine-init line)"
+    )
+    assert resolved.unmapped_why == (why,)
+    with_engine = text + _engine_capacity("EngineCore pid=40")
+    assert [g.rank for g in launch_parallel(log(with_engine).launches[0]).ranks] == [0, 1]

@@ -27,9 +27,10 @@ reader therefore
    a record (by the caller's rules), and that no line of the
    sample exceeds (an unwrapped log has lines longer than any such length), *and* at
    which at least one such line is cut mid-token — it ends in a non-blank character
-   and its continuation starts with neither a blank nor an uppercase letter (a terminal
-   cuts at a column, so some cut falls inside a word or a value; a complete line followed
-   by a noise line such as ``Loading safetensors …`` does not qualify, and a log is
+   and its continuation starts with neither a blank, an uppercase letter nor ``# `` (a
+   terminal cuts at a column, so some cut falls inside a word or a value; a complete
+   line followed by a noise line such as ``Loading safetensors …``, or by a message
+   pasted without its head such as ``# GPU blocks: …``, does not qualify, and a log is
    never joined on that evidence alone); or takes ``wrap_width`` from the caller;
 2. *joins* a physical line onto the logical line before it when W is known, the previous
    physical line's visible length is within :data:`WRAP_SLACK` of W (and not above), and
@@ -255,7 +256,7 @@ def detect_wrap_width(lines: list[str], rules: LineRules) -> int | None:
 
 
 _TOKEN_END = re.compile(r"\S\Z")
-_TOKEN_CONTINUES = re.compile(r"[^\sA-Z]")
+_TOKEN_CONTINUES = re.compile(r"(?!# )[^\sA-Z]")
 
 
 def _cuts_a_token(prev: str, nxt: str) -> bool:

@@ -397,8 +397,9 @@ class RankAttribution(enum.Enum):
     """How a global rank was read."""
 
     DP_WIDE_WORLD = "dp_wide_world"
-    """The worker's rank line is in the DP-wide world (``world_size_across_dp``): its
-    rank is global."""
+    """The worker's rank line is in the DP-wide world (``world_size_across_dp``), or, with
+    no sizes resolved, in the world of a launch whose lines say it has one engine
+    (:func:`launch_parallel`): its rank is global."""
     ENGINE_TAG = "engine_tag"
     """A rank line in one engine's own world, under that engine's ``EngineCore_DP<i>``
     tag."""
@@ -563,8 +564,24 @@ def tag_alone_rank(tag: ProcessTag, launch: Launch) -> int | None:
     return world[0][1]
 
 
+def _whole_world(obs: RankObservation) -> GlobalRank:
+    return _mint_global_rank(
+        rank=obs.rank,
+        line=obs.line,
+        pid=obs.pid,
+        process=obs.process,
+        attribution=RankAttribution.DP_WIDE_WORLD,
+        engine_line=None,
+        tree_line=None,
+    )
+
+
 def _one_engine(launch: Launch) -> bool:
-    """Whether a line of the launch carries the bare ``EngineCore`` tag (one DP engine)."""
+    """Whether the launch's own lines say it has one engine, so its world is the whole
+    world: a bare ``EngineCore`` tag (:func:`tag_alone_rank`), or a V0 launch, which has
+    no data parallelism (``VllmWorkerProcess`` is V0's multiprocessing worker's tag,
+    ``vllm/executor/multiproc_worker_utils.py``, v0.4 to v0.10; V1 names its workers
+    ``VllmWorker``/``Worker…``)."""
     processes = (
         *(o.process for o in launch.engine_configs),
         *(o.process for o in launch.capacity),
@@ -573,8 +590,12 @@ def _one_engine(launch: Launch) -> bool:
         *(o.process for o in launch.executor_observations),
         *(e.process for e in launch.life),
         *(o.process for o in launch.versions),
+        *(o.process for o in launch.ranks),
     )
-    return any(p is not None and p.outer is None and p.name == "EngineCore" for p in processes)
+    return any(
+        p is not None and p.outer is None and p.name in ("EngineCore", "VllmWorkerProcess")
+        for p in processes
+    )
 
 
 def worker_tag_rank(tag: ProcessTag, configuration: ResolvedParallel) -> int | None:
@@ -973,9 +994,19 @@ def launch_parallel(launch: Launch) -> LaunchParallel:
     if not isinstance(resolved, ResolvedParallel):
         unresolved = "no engine-init line" if resolved is None else resolved
         why_not = f"the launch's sizes are not resolved ({unresolved})"
-        lines = sorted({r.line for r in launch.ranks})
         alone: dict[int, GlobalRank] = {}
         rest: list[TaggedWorker] = []
+        lines = sorted({r.line for r in launch.ranks})
+        if lines and _one_engine(launch):
+            # One engine's world is the whole world: a rank line of the largest world
+            # printed names its global rank (a smaller one is a group's, not read).
+            world = max(r.world_size for r in launch.ranks)
+            for r in launch.ranks:
+                if r.world_size == world and r.rank < world:
+                    whole = _whole_world(r)
+                    if whole.rank not in alone or alone[whole.rank].pid is None:
+                        alone[whole.rank] = whole
+            lines = sorted({r.line for r in launch.ranks if r.world_size != world})
         # Names that disagree on which groups have several ranks (Worker_TP1 beside
         # Worker_PP1_TP0) say no world: no tag alone is read then.
         agree = len(_world_groups(launch)) <= 1

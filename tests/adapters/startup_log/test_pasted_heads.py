@@ -11,6 +11,7 @@ import io
 
 from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
 from vllm_evidence.adapters.startup_log._lexer import split_header
+from vllm_evidence.measure import BlockCount
 
 
 def _launch(text: str):  # type: ignore[no-untyped-def]  # a Launch; the type is sealed-private
@@ -150,3 +151,28 @@ def test_the_document_and_the_report_say_transformed() -> None:
     assert (launch["head"], launch["transformed_head_lines"]) == ("transformed", [1])
     report = render_startup_log(log)
     assert "head:               transformed (a pasted log) at line(s) 1:" in report
+
+
+def test_a_hosts_prefix_after_a_timestamp_leaves_vllms_head_read() -> None:
+    """Issue 33: a model server that wraps vLLM (its stamp, level, worker and logger
+    before vLLM's own head) hid the head; the head is found after the stamp too."""
+    prefix = "2024-09-13T22:25:41,496 [INFO ] W-9000-model_1.0-stdout MODEL_LOG - "
+    line = prefix + "INFO 09-13 22:25:41 distributed_gpu_executor.py:57] # GPU blocks: 6, "
+    line += "# CPU blocks: 4\n"
+    (blocks,) = _launch(line).blocks
+    assert (blocks.device_blocks.value, blocks.cpu_blocks) == (6, BlockCount(4))
+    assert split_header(line.strip()).file == "distributed_gpu_executor.py"
+    # The head must start within 80 characters of the prefix: further in, it is text.
+    far = prefix + "x" * 90 + " INFO 09-13 22:25:41 distributed_gpu_executor.py:57] hello"
+    assert split_header(far).file is None
+
+
+def test_a_head_that_starts_in_the_prefix_window_and_ends_past_it_is_found() -> None:
+    stamp = "2026-01-01 00:00:00.000 my-long-application-name.service[123456] prefix text: "
+    assert len(stamp) > 70
+    line = stamp + "(EngineCore pid=7) INFO 10-01 18:03:16 [kv_cache_utils.py:1] GPU KV cache "
+    line += "size: 9 tokens"
+    header = split_header(line)
+    assert header.tag is not None
+    assert header.tag.pid == 7
+    assert header.file == "kv_cache_utils.py"

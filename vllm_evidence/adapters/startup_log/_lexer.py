@@ -70,6 +70,17 @@ RECORD_HEAD_RE = re.compile(
     + r" \d\d-\d\d \d\d:\d\d:\d\d"
 )
 _PREFIX_SEARCH = 80
+#: Where a head that starts within the first 80 characters may end: its tags (a few
+#: ``(Name pid=N, ip=A)``) and ``INFO 10-01 18:03:16``.
+_HEAD_END_SEARCH = _PREFIX_SEARCH + 200
+
+
+def _prefixed_head(text: str, pos: int = 0) -> re.Match[str] | None:
+    """vLLM's record head after a prefix: one that *starts* within 80 characters of
+    ``pos`` (a host's own timestamp, level and logger name take up most of them)."""
+    head = RECORD_HEAD_RE.search(text, pos, pos + _HEAD_END_SEARCH)
+    return head if head is not None and head.start() <= pos + _PREFIX_SEARCH else None
+
 
 #: Heads that are not vLLM's bytes: what people paste into issues and chat, and what a
 #: host application's logging prints.  A message under one of them is read, but its head
@@ -88,7 +99,8 @@ _ELIDED_RE = re.compile(
 _JOURNALD_RE = re.compile(r"[A-Z][a-z]{2} [ 0-9]\d \d\d:\d\d:\d\d \S+ [^\s:\[]+(?:\[\d+\])?: ?")
 
 #: A physical line that begins a new record: a tag, a vLLM/uvicorn/Python-logging
-#: prefix, or a wrapper.  Such a line is never joined onto the line before it.
+#: prefix, a wrapper, or a paste's code fence.  Such a line is never joined onto the
+#: line before it.
 RECORD_START_RE = re.compile(
     r"(?:\((?:[^()]*? )?pid=\d+"
     r"|" + _LEVELS + r"(?: \d\d-\d\d |:)"
@@ -97,6 +109,7 @@ RECORD_START_RE = re.compile(
     r"|\[[A-Z]\d{4} "  # glog/c10 "[W1130 04:11:13…]"
     r"|[\w.-]+\s+\|\ "  # a docker-compose service column "vllm-1  | "
     r'|\{"log":'  # a docker json-file record
+    r"|```"  # a markdown code fence around a pasted log
     r"|#@ )"
 )
 
@@ -104,10 +117,7 @@ RECORD_START_RE = re.compile(
 def starts_record(text: str) -> bool:
     """Whether a cleaned physical line begins a record (a tag, a prefix, a wrapper), also
     after a ``VLLM_LOGGING_PREFIX`` within the first 80 characters."""
-    return (
-        RECORD_START_RE.match(text) is not None
-        or RECORD_HEAD_RE.search(text, 0, _PREFIX_SEARCH) is not None
-    )
+    return RECORD_START_RE.match(text) is not None or _prefixed_head(text) is not None
 
 
 def clean(text: str) -> str:
@@ -216,9 +226,11 @@ def split_header(text: str) -> Header:
     m = _WRAPPER_RE.match(text)
     if m:
         pos = m.end()
-    elif not text.startswith("(") and _PREFIX_RE.match(text) is None:
-        # VLLM_LOGGING_PREFIX puts any text before vLLM's own record head.
-        head = RECORD_HEAD_RE.search(text, 0, _PREFIX_SEARCH)
+    if not text.startswith("(", pos) and _PREFIX_RE.match(text, pos) is None:
+        # VLLM_LOGGING_PREFIX (or a host's own prefix after a wrapper's timestamp:
+        # TorchServe's ``,325 [INFO ] W-9000-… MODEL_LOG - ``) puts any text before
+        # vLLM's own record head.
+        head = _prefixed_head(text, pos)
         if head is not None:
             pos = head.start()
     tags: list[RawTag] = []
