@@ -64,14 +64,13 @@ def read_facts(document: Mapping[str, Any]) -> dict[str, object]:
     for launch in document["launches"]:
         versions.update(_version(v["text"]) for v in launch["versions"])
         parallel = launch["parallel"]
-        args = [a for a in launch["non_default_args"] if a["tensor_parallel_size"] is not None]
         if parallel is not None:
             tp.add(parallel["tensor_parallel_size"])
             pp.add(parallel["pipeline_parallel_size"])
-        elif args:
-            tp.add(args[0]["tensor_parallel_size"])
-            if args[0]["pipeline_parallel_size"] is not None:
-                pp.add(args[0]["pipeline_parallel_size"])
+        else:  # each size as the first non-default-args line that gives it
+            for key, sizes in (("tensor_parallel_size", tp), ("pipeline_parallel_size", pp)):
+                given = [a[key] for a in launch["non_default_args"] if a[key] is not None]
+                sizes.update(given[:1])
         ranks.update(g["rank"] for g in launch["resolved_parallel"]["global_ranks"])
         ranks.update(p["rank"] for p in launch.get("pasted_ranks", ()))
         capacity.update(c["tokens"] for c in launch["capacity"] if c["tokens"] is not None)

@@ -367,7 +367,9 @@ def test_worker_tags_with_no_engine_init_line_are_seen_not_mapped_in_the_json_to
     why = (
         "2 worker tag(s) with no rank line seen, not mapped: Worker_TP0 pid=300 (line 2: in "
         "its engine TP rank 0); Worker_TP1 pid=301 (line 3: in its engine TP rank 1): the "
-        "launch's sizes are not resolved (no engine-init line)"
+        "launch's sizes are not resolved (no engine-init line), and no line under a bare "
+        "EngineCore tag (0.20 on) says one engine: independent DP engines' workers have the "
+        "same names"
     )
     assert resolved.unmapped_why == (why,)
     (document,) = startup_log_document(startup_log)["launches"]

@@ -564,6 +564,28 @@ def tag_alone_rank(tag: ProcessTag, launch: Launch) -> int | None:
     return world[0][1]
 
 
+def _no_engine_said(launch: Launch) -> str:
+    """What else would map a worker's tag where no sizes resolved (:func:`tag_alone_rank`)."""
+    if _one_engine(launch):
+        return ""
+    return (
+        ", and no line under a bare EngineCore tag (0.20 on) says one engine: independent "
+        "DP engines' workers have the same names"
+    )
+
+
+def _engine_zero(obs: RankObservation) -> GlobalRank:
+    return _mint_global_rank(
+        rank=obs.rank,
+        line=obs.line,
+        pid=obs.pid,
+        process=obs.process,
+        attribution=RankAttribution.ENGINE_TAG,
+        engine_line=None,
+        tree_line=None,
+    )
+
+
 def _whole_world(obs: RankObservation) -> GlobalRank:
     return _mint_global_rank(
         rank=obs.rank,
@@ -1007,6 +1029,15 @@ def launch_parallel(launch: Launch) -> LaunchParallel:
                     if whole.rank not in alone or alone[whole.rank].pid is None:
                         alone[whole.rank] = whole
             lines = sorted({r.line for r in launch.ranks if r.world_size != world})
+        for r in launch.ranks:
+            # Printed by engine 0's own process (TP=1: the worker is the engine core):
+            # rank R of its world is global rank 0 × (its width) + R in an engine's own
+            # world, and R in the DP-wide world: R either way, whatever the sizes.
+            process = r.process
+            if process is not None and process.outer is None and process.dp_engine == 0:
+                if r.rank < r.world_size and r.rank not in alone:
+                    alone[r.rank] = _engine_zero(r)
+                lines = [n for n in lines if n != r.line]
         # Names that disagree on which groups have several ranks (Worker_TP1 beside
         # Worker_PP1_TP0) say no world: no tag alone is read then.
         agree = len(_world_groups(launch)) <= 1
@@ -1018,7 +1049,7 @@ def launch_parallel(launch: Launch) -> LaunchParallel:
             alone.setdefault(g, _alone(tag, line, g))
         unresolved_why = (
             *((f"{len(lines)} worker rank line(s) seen, not mapped: {why_not}",) if lines else ()),
-            *((_unmapped_tags_why(rest, why_not),) if rest else ()),
+            *((_unmapped_tags_why(rest, why_not + _no_engine_said(launch)),) if rest else ()),
         )
         return _mint_launch_parallel(
             configuration=None,

@@ -176,3 +176,24 @@ def test_a_head_that_starts_in_the_prefix_window_and_ends_past_it_is_found() -> 
     assert header.tag is not None
     assert header.tag.pid == 7
     assert header.file == "kv_cache_utils.py"
+
+
+def test_a_head_with_its_time_or_level_taken_out_is_read_as_transformed() -> None:
+    """Issue 33: people keep only part of a head (``INFO [file.py:N]``, ``[file.py:N]``)."""
+    for head in ("INFO [kv_cache_utils.py:1319] ", "[kv_cache_utils.py:1319] ", "INFO 10-01 "):
+        line = f"{head}GPU KV cache size: 290,864 tokens"
+        header = split_header(line)
+        if head == "INFO 10-01 ":  # neither a whole head nor a partial one: not read
+            assert header.message == line
+            continue
+        assert header.transformed is True
+        assert header.file == "kv_cache_utils.py"
+        assert [c.tokens.value for c in _launch(f"`{line}`\n").capacity if c.tokens] == [290864]
+    # A whole head is vLLM's own, not a partial one.
+    own = split_header("(EngineCore pid=7) INFO 10-01 18:03:16 [kv_cache_utils.py:1] x")
+    assert own.transformed is False
+    assert own.tag is not None
+    # The tag before a partial head is not trusted: no rank comes from it.
+    launch = _launch(f"(VllmWorker rank=1 pid=31) [parallel_state.py:1] {RANK}\n")
+    assert launch.ranks == ()
+    assert [(r.rank, r.world_size) for r in launch.pasted_ranks] == [(1, 2)]

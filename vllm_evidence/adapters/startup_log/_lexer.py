@@ -6,6 +6,7 @@ an ISO-8601 timestamp with an optional CRI stream column, a compose service colu
 the process tags, vLLM's record prefix (or a Python-logging prefix), and Ray's
 ``[repeated Nx across cluster]`` suffix.  What is left is the message the grammar reads.
 Heads people paste are recognised first and marked ``transformed`` (markdown backticks,
+a head with its level or time taken out,
 ``...``-elided fields, a host application's Python logging format, also under journald):
 their message is read, their process tag is not trusted.
 The value helpers at the end split ``key=value, …`` and ``{'k': v, …}`` texts tolerantly
@@ -95,6 +96,12 @@ _HOST_LOGGING_RE = re.compile(
 _ELIDED_RE = re.compile(
     r"(?:\([^()]*\)\s?)*(?:" + _LEVELS + r"|\.\.\.) (?:\.\.\.|\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?) "
     r"\[(?P<file>[^\s\]:]+):(?:\d+|\.\.\.)\] ?"
+)
+#: vLLM's own head with its level or its time taken out (``INFO [kv_cache_utils.py:1319]``,
+#: ``[gpu_worker.py:701]``): what people keep of a head when they paste a message.
+_PARTIAL_RE = re.compile(
+    r"(?:\([^()]*\)\s?)*(?P<level>" + _LEVELS + r" )?(?P<time>\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? )?"
+    r"\[(?P<file>[^\s\]:]+\.py):\d+\] ?"
 )
 _JOURNALD_RE = re.compile(r"[A-Z][a-z]{2} [ 0-9]\d \d\d:\d\d:\d\d \S+ [^\s:\[]+(?:\[\d+\])?: ?")
 
@@ -213,6 +220,16 @@ def _transformed(text: str) -> Header | None:
             file=elided["file"].rpartition("/")[2],
             repeated=None,
             message=text[elided.end() :].rstrip(),
+            transformed=True,
+        )
+    partial = _PARTIAL_RE.match(text)
+    if partial is not None and (partial["level"] is None or partial["time"] is None):
+        return Header(
+            tag=None,
+            outer=None,
+            file=partial["file"].rpartition("/")[2],
+            repeated=None,
+            message=text[partial.end() :].rstrip(),
             transformed=True,
         )
     return None
