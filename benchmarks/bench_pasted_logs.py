@@ -20,7 +20,10 @@ the non-default args), the global ranks of ``resolved_parallel`` and the ranks n
 under a pasted head (``pasted_ranks``), the capacity and block figures.
 
 A case is *read exactly* when all six facts agree.  The figure printed is that share
-over every case, then each fact's own share, then (with ``--show-misses``) each miss:
+over every case, then each fact's own share, then the share read exactly when a rank
+the document names only in its worker's own engine (``unmapped_worker_tags``'
+``engine_local_rank``, an unmapped rank line's rank: no line says which engine, so it
+is no global rank) is counted as the person's, then (with ``--show-misses``) each miss:
 the case, the fact, what the person read and what the reader did.  The set the
 project measures on is one it has not seen (docs/testing.md, "Pasted logs"); its cases
 are public third-party text and are not kept in the repository.
@@ -61,6 +64,7 @@ def read_facts(document: Mapping[str, Any]) -> dict[str, object]:
     ranks: set[int] = set()
     capacity: set[int] = set()
     blocks: set[int] = set()
+    local: set[int] = set()
     for launch in document["launches"]:
         versions.update(_version(v["text"]) for v in launch["versions"])
         parallel = launch["parallel"]
@@ -71,8 +75,19 @@ def read_facts(document: Mapping[str, Any]) -> dict[str, object]:
             for key, sizes in (("tensor_parallel_size", tp), ("pipeline_parallel_size", pp)):
                 given = [a[key] for a in launch["non_default_args"] if a[key] is not None]
                 sizes.update(given[:1])
-        ranks.update(g["rank"] for g in launch["resolved_parallel"]["global_ranks"])
-        ranks.update(p["rank"] for p in launch.get("pasted_ranks", ()))
+        resolved = launch["resolved_parallel"]
+        ranks.update(g["rank"] for g in resolved["global_ranks"])
+        ranks.update(p["rank"] for p in launch["pasted_ranks"])
+        # Named in their own engine only (no line says which engine): apart.
+        unmapped = set(resolved["unmapped_rank_lines"])
+        local.update(r["rank"] for r in launch["ranks"] if r["line"] in unmapped)
+        local.update(
+            t["engine_local_rank"]
+            for t in resolved["unmapped_worker_tags"]
+            if t["engine_local_rank"] is not None
+        )
+        if not resolved["global_ranks"] and resolved["tensor_parallel_size"] is None:
+            local.update(r["rank"] for r in launch["ranks"])
         capacity.update(c["tokens"] for c in launch["capacity"] if c["tokens"] is not None)
         blocks.update(b["gpu_blocks"] for b in launch["blocks"])
     return {
@@ -82,6 +97,7 @@ def read_facts(document: Mapping[str, Any]) -> dict[str, object]:
         "ranks": sorted(ranks),
         "capacity_tokens": sorted(capacity),
         "gpu_blocks": sorted(blocks),
+        "engine_local_ranks": sorted(local - ranks),
     }
 
 
@@ -107,14 +123,22 @@ def expected_facts(case: Mapping[str, Any]) -> dict[str, object]:
     }
 
 
-def score_case(log: bytes, case: Mapping[str, Any]) -> dict[str, tuple[object, object]]:
-    """Each fact the reader got otherwise than the person: ``{fact: (expected, read)}``."""
+def score_case(log: bytes, case: Mapping[str, Any]) -> tuple[dict[str, tuple[Any, Any]], bool]:
+    """Each fact the reader got otherwise than the person, ``{fact: (expected, read)}``,
+    and whether the ranks the person read are the ones the document names counting a
+    worker's rank in its own engine (``engine_local_ranks``) where no line says which."""
     parsed = read_startup_log(io.BytesIO(log))  # as `vllm-evidence log` reads a file
     if not isinstance(parsed, StartupLog):
-        return {"read": ("a startup log", str(parsed))}
+        return {"read": ("a startup log", str(parsed))}, False
     got = read_facts(startup_log_document(parsed))
     want = expected_facts(case)
-    return {fact: (want[fact], got[fact]) for fact in FACTS if want[fact] != got[fact]}
+    missed = {fact: (want[fact], got[fact]) for fact in FACTS if want[fact] != got[fact]}
+    named = sorted({*_ints(got["ranks"]), *_ints(got["engine_local_ranks"])})
+    return missed, named == want["ranks"]
+
+
+def _ints(value: object) -> list[int]:
+    return [v for v in value if isinstance(v, int)] if isinstance(value, list) else []
 
 
 def cases(dirs: Iterable[Path]) -> list[tuple[Path, dict[str, Any]]]:
@@ -136,12 +160,19 @@ def main(argv: list[str] | None = None) -> int:
     if not found:
         print("no cases (NN.log beside NN.json) in " + ", ".join(map(str, args.dirs)))
         return 2
-    misses = {log: score_case(log.read_bytes(), case) for log, case in found}
+    scored = {log: score_case(log.read_bytes(), case) for log, case in found}
+    misses = {log: missed for log, (missed, _) in scored.items()}
     exact = sum(1 for m in misses.values() if not m)
-    print(f"read exactly: {exact}/{len(found)} ({100 * exact / len(found):.1f} %)")
+    n = len(found)
+    print(f"read exactly: {exact}/{n} ({100 * exact / n:.1f} %)")
     for fact in FACTS:
         right = sum(1 for m in misses.values() if fact not in m)
-        print(f"  {fact:24} {right}/{len(found)}")
+        print(f"  {fact:24} {right}/{n}")
+    local = sum(1 for missed, named in scored.values() if set(missed) <= {"ranks"} and named)
+    print(
+        f"read exactly, a rank named only in its own engine counted: {local}/{n} "
+        f"({100 * local / n:.1f} %)"
+    )
     if args.show_misses:
         sources = {log: case.get("source", "?") for log, case in found}
         for log, missed in misses.items():

@@ -18,7 +18,7 @@ import pytest
 from tests._evidence import args, banner, engine_init, log, rank_line
 from vllm_evidence.adapters.startup_log import Launch, StartupLog, read_startup_log
 from vllm_evidence.output.startup_log import render_startup_log, startup_log_document
-from vllm_evidence.readback.parallel import RankAttribution, launch_parallel
+from vllm_evidence.readback.parallel import RankAttribution, engine_local_rank, launch_parallel
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 LOGS = sorted(REAL.rglob("startup.log"))
@@ -534,8 +534,20 @@ def test_a_worker_tag_on_any_line_is_seen_and_in_the_json() -> None:
     (document,) = startup_log_document(startup_log)["launches"]
     assert document["resolved_parallel"]["global_ranks"] == []
     assert document["resolved_parallel"]["unmapped_worker_tags"] == [
-        {"tag": "Worker_TP0 pid=300", "pid": 300, "line": 1},
-        {"tag": "Worker_TP1 pid=301", "pid": 301, "line": 2},
+        {
+            "tag": "Worker_TP0 pid=300",
+            "pid": 300,
+            "line": 1,
+            "groups": {"TP": 0},
+            "engine_local_rank": 0,
+        },
+        {
+            "tag": "Worker_TP1 pid=301",
+            "pid": 301,
+            "line": 2,
+            "groups": {"TP": 1},
+            "engine_local_rank": 1,
+        },
     ]
     # The executor is not read from such lines: they name no executor.
     assert launch.executor_observations == ()
@@ -620,3 +632,29 @@ def test_rank_lines_with_nothing_that_says_one_engine_stay_unmapped() -> None:
     assert resolved.unmapped_why == (why,)
     with_engine = text + _engine_capacity("EngineCore pid=40")
     assert [g.rank for g in launch_parallel(log(with_engine).launches[0]).ranks] == [0, 1]
+
+
+@pytest.mark.parametrize(
+    ("tag", "local"),
+    [
+        ("VllmWorker rank=3 pid=1", 3),
+        ("Worker_TP1 pid=1", 1),
+        ("Worker_TP1_EP5 pid=1", 1),
+        ("Worker_DP1_TP2 pid=1", 2),
+        ("Worker_DP1 pid=1", 0),
+        ("Worker_PP1 pid=1", 1),
+        # Two groups inside the engine need the inner one's size; a bare Worker and an
+        # unread name say nothing; a group named twice is not a name vLLM gives.
+        ("Worker_PP1_TP0 pid=1", None),
+        ("Worker pid=1", None),
+        ("VllmWorkerProcess pid=1", None),
+        ("Worker_TP1_TP0 pid=1", None),
+    ],
+)
+def test_the_rank_a_tag_names_in_its_own_engine(tag: str, local: int | None) -> None:
+    (launch,) = log(_loading(tag)).launches
+    seen = [t for t, _ in launch.worker_tags if t.text == tag]
+    if not seen:  # a name that says no place is not kept as a worker's tag at all
+        assert local is None
+        return
+    assert engine_local_rank(seen[0]) == local

@@ -15,7 +15,7 @@ from typing import Any
 from vllm_evidence._converter import converter, register_rendering
 from vllm_evidence.adapters.startup_log import Launch, LifeEvent, ProcessTag, StartupLog
 from vllm_evidence.readback.executor import resolve_executor
-from vllm_evidence.readback.parallel import launch_parallel
+from vllm_evidence.readback.parallel import engine_local_rank, launch_parallel
 
 __all__ = ["SCHEMA", "render_startup_log", "startup_log_document"]
 
@@ -290,7 +290,14 @@ def _resolution_json(launch: Launch) -> dict[str, object]:
         ],
         "unmapped_rank_lines": list(res.unmapped_lines),
         "unmapped_worker_tags": [
-            {"tag": tag.text, "pid": tag.pid, "line": line} for tag, line in res.unmapped_tags
+            {
+                "tag": tag.text,
+                "pid": tag.pid,
+                "line": line,
+                "groups": dict(tag.worker.groups) if tag.worker is not None else {},
+                "engine_local_rank": engine_local_rank(tag),
+            }
+            for tag, line in res.unmapped_tags
         ],
         "unmapped_why": list(res.unmapped_why),
     }

@@ -53,6 +53,7 @@ __all__ = [
     "beyond_bounds",
     "data_parallel_engines",
     "engine_disagreements",
+    "engine_local_rank",
     "global_rank",
     "independent_engines",
     "launch_parallel",
@@ -562,6 +563,30 @@ def tag_alone_rank(tag: ProcessTag, launch: Launch) -> int | None:
     if len(world) != 1 or world[0][0] == "DP" or not _one_engine(launch):
         return None
     return world[0][1]
+
+
+def engine_local_rank(tag: ProcessTag) -> int | None:
+    """The rank a worker's tag names in its own engine, or ``None``: the engine-local
+    rank of ``VllmWorker rank=1``, or the index of the one group inside its engine that
+    a name prints (``Worker_TP1`` and ``Worker_DP1_TP1`` → 1: the engine's other groups
+    have one rank each).  Which engine, a name without ``_DP`` does not say
+    (:func:`tag_alone_rank` reads where the launch says one)."""
+    worker = tag.worker
+    if worker is None or tag.outer is not None:
+        return None
+    if worker.form is WorkerNameForm.RANK:
+        return worker.rank
+    if worker.form is not WorkerNameForm.GROUPS:
+        return None
+    keys = [key for key, _ in worker.groups]
+    if len(set(keys)) != len(keys) or set(keys) - _WORLD_GROUPS - {"DCP", "EP"}:
+        return None
+    inner = [value for key, value in worker.groups if key in _WORLD_GROUPS - {"DP"}]
+    if len(inner) == 1:
+        return inner[0]
+    # Worker_DP1: every group inside its engine has one rank.  A bare Worker is also the
+    # name a worker has before it names itself: nothing is read from it.
+    return 0 if not inner and "DP" in keys else None
 
 
 def _no_engine_said(launch: Launch) -> str:

@@ -67,3 +67,20 @@ def test_a_fact_the_reader_does_not_give_is_a_miss_named_with_both_values(
     assert any(
         line.endswith("(a/b#2): version: read by a person '0.6.3', by us None") for line in lines
     )
+
+
+def test_a_rank_named_only_in_its_own_engine_counts_apart(tmp_path: Path) -> None:
+    """A bare Worker_TP1 tag is no global rank (independent DP engines share names): a
+    miss for the strict figure, counted by the second figure, which still needs the
+    person's ranks exactly."""
+    log = "(Worker_TP1 pid=5) INFO 10-22 09:33:49 [gpu_model_runner.py:1] Model loading\n"
+    for name, ranks in (("01", [1]), ("02", [0, 1])):
+        (tmp_path / f"{name}.log").write_text(log, encoding="utf-8")
+        case = {**READ, "ranks": ranks, "capacity_tokens": [], "gpu_blocks": []}
+        (tmp_path / f"{name}.json").write_text(json.dumps(case), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), str(tmp_path)], capture_output=True, text=True, check=True
+    )
+    lines = done.stdout.splitlines()
+    assert lines[0] == "read exactly: 0/2 (0.0 %)"
+    assert lines[-1] == "read exactly, a rank named only in its own engine counted: 1/2 (50.0 %)"
