@@ -599,25 +599,14 @@ def _no_engine_said(launch: Launch) -> str:
     )
 
 
-def _engine_zero(obs: RankObservation) -> GlobalRank:
+def _as_printed(obs: RankObservation, attribution: RankAttribution) -> GlobalRank:
+    """The rank line's own rank as the global rank, read as ``attribution`` says."""
     return _mint_global_rank(
         rank=obs.rank,
         line=obs.line,
         pid=obs.pid,
         process=obs.process,
-        attribution=RankAttribution.ENGINE_TAG,
-        engine_line=None,
-        tree_line=None,
-    )
-
-
-def _whole_world(obs: RankObservation) -> GlobalRank:
-    return _mint_global_rank(
-        rank=obs.rank,
-        line=obs.line,
-        pid=obs.pid,
-        process=obs.process,
-        attribution=RankAttribution.DP_WIDE_WORLD,
+        attribution=attribution,
         engine_line=None,
         tree_line=None,
     )
@@ -1050,7 +1039,7 @@ def launch_parallel(launch: Launch) -> LaunchParallel:
             world = max(r.world_size for r in launch.ranks)
             for r in launch.ranks:
                 if r.world_size == world and r.rank < world:
-                    whole = _whole_world(r)
+                    whole = _as_printed(r, RankAttribution.DP_WIDE_WORLD)
                     if whole.rank not in alone or alone[whole.rank].pid is None:
                         alone[whole.rank] = whole
             lines = sorted({r.line for r in launch.ranks if r.world_size != world})
@@ -1061,7 +1050,7 @@ def launch_parallel(launch: Launch) -> LaunchParallel:
             process = r.process
             if process is not None and process.outer is None and process.dp_engine == 0:
                 if r.rank < r.world_size and r.rank not in alone:
-                    alone[r.rank] = _engine_zero(r)
+                    alone[r.rank] = _as_printed(r, RankAttribution.ENGINE_TAG)
                 lines = [n for n in lines if n != r.line]
         # Names that disagree on which groups have several ranks (Worker_TP1 beside
         # Worker_PP1_TP0) say no world: no tag alone is read then.
