@@ -658,3 +658,15 @@ def test_the_rank_a_tag_names_in_its_own_engine(tag: str, local: int | None) -> 
         assert local is None
         return
     assert engine_local_rank(seen[0]) == local
+
+
+def test_engine_zeros_own_rank_line_is_global_and_another_engines_is_not() -> None:
+    """Without sizes: rank R printed by EngineCore_DP0's own process is global rank R in
+    either world (0 × width + R, or the DP-wide world's R); engine 1's needs the width."""
+    zero = launch_parallel(log(_v0_rank("EngineCore_DP0 pid=469", 0, 1)).launches[0])
+    assert [(g.rank, g.pid, g.attribution) for g in zero.ranks] == [
+        (0, 469, RankAttribution.ENGINE_TAG)
+    ]
+    one = launch_parallel(log(_v0_rank("EngineCore_DP1 pid=470", 0, 1)).launches[0])
+    assert one.ranks == ()
+    assert one.unmapped_why[0].startswith("1 worker rank line(s) seen, not mapped")

@@ -177,14 +177,20 @@ def resolve_from_log(launch: Launch) -> ResolvedParallel | str | None:
 def data_parallel_engines(launch: Launch) -> list[int]:
     """The DP engine indexes the launch's process tags name (``EngineCore_DP<i>``), over
     every observation that carries a tag."""
-    tags: list[ProcessTag | None] = [
+    tags = _observed_tags(launch)
+    return sorted({t.dp_engine for t in tags if t is not None and t.dp_engine is not None})
+
+
+def _observed_tags(launch: Launch) -> list[ProcessTag | None]:
+    """The process tags of the launch's engine-init, capacity, rank, memory and executor
+    lines."""
+    return [
         *(o.process for o in launch.engine_configs),
         *(o.process for o in launch.capacity),
         *(o.process for o in launch.ranks),
         *(o.process for o in launch.available_memory),
         *(o.process for o in launch.executor_observations),
     ]
-    return sorted({t.dp_engine for t in tags if t is not None and t.dp_engine is not None})
 
 
 def _independent_engines(launch: Launch) -> tuple[int, str] | str | None:
@@ -334,14 +340,7 @@ line that listed it."""
 def _engine_tags(launch: Launch) -> dict[int, set[int]]:
     """The DP engine each engine-core pid's own lines are tagged with
     (``EngineCore_DP<i> pid=P``), by pid."""
-    tags: list[ProcessTag | None] = [
-        *(o.process for o in launch.engine_configs),
-        *(o.process for o in launch.capacity),
-        *(o.process for o in launch.ranks),
-        *(o.process for o in launch.available_memory),
-        *(o.process for o in launch.executor_observations),
-        *(e.process for e in launch.life),
-    ]
+    tags = [*_observed_tags(launch), *(e.process for e in launch.life)]
     engines: dict[int, set[int]] = {}
     for tag in tags:
         if tag is not None and tag.dp_engine is not None and tag.outer is None:
@@ -554,15 +553,11 @@ def tag_alone_rank(tag: ProcessTag, launch: Launch) -> int | None:
     give an engine-local rank: each is ``None``.
     """
     worker = tag.worker
-    if worker is None or tag.outer is not None or worker.form is not WorkerNameForm.GROUPS:
+    if worker is None or worker.form is not WorkerNameForm.GROUPS:
         return None
-    keys = [key for key, _ in worker.groups]
-    if len(set(keys)) != len(keys) or set(keys) - _WORLD_GROUPS - {"DCP", "EP"}:
+    if any(key == "DP" for key, _ in worker.groups) or not _one_engine(launch):
         return None
-    world = [(key, value) for key, value in worker.groups if key in _WORLD_GROUPS]
-    if len(world) != 1 or world[0][0] == "DP" or not _one_engine(launch):
-        return None
-    return world[0][1]
+    return engine_local_rank(tag)  # one group inside the engine, its index
 
 
 def engine_local_rank(tag: ProcessTag) -> int | None:
@@ -619,14 +614,10 @@ def _one_engine(launch: Launch) -> bool:
     ``vllm/executor/multiproc_worker_utils.py``, v0.4 to v0.10; V1 names its workers
     ``VllmWorker``/``Worker…``)."""
     processes = (
-        *(o.process for o in launch.engine_configs),
-        *(o.process for o in launch.capacity),
-        *(o.process for o in launch.blocks),
-        *(o.process for o in launch.available_memory),
-        *(o.process for o in launch.executor_observations),
+        *_observed_tags(launch),
         *(e.process for e in launch.life),
+        *(o.process for o in launch.blocks),
         *(o.process for o in launch.versions),
-        *(o.process for o in launch.ranks),
     )
     return any(
         p is not None and p.outer is None and p.name in ("EngineCore", "VllmWorkerProcess")
@@ -717,15 +708,7 @@ def tag_attribute(
         g = worker_tag_rank(tag, configuration)
         if g is None:
             return None
-        return _mint_global_rank(
-            rank=g,
-            line=line,
-            pid=tag.pid,
-            process=tag,
-            attribution=RankAttribution.WORKER_TAG,
-            engine_line=None,
-            tree_line=None,
-        )
+        return _from_tag(tag, line, g, RankAttribution.WORKER_TAG)
     local = _tag_rank(tag, configuration, 1)
     engine = _engine_of(tag, configuration, stated, trees, rank=local)
     if engine is None:
@@ -994,13 +977,14 @@ def _world_groups(launch: Launch) -> set[frozenset[str]]:
     }
 
 
-def _alone(tag: ProcessTag, line: int, rank: int) -> GlobalRank:
+def _from_tag(tag: ProcessTag, line: int, rank: int, attribution: RankAttribution) -> GlobalRank:
+    """A worker's global rank read from its tag (first seen at ``line``)."""
     return _mint_global_rank(
         rank=rank,
         line=line,
         pid=tag.pid,
         process=tag,
-        attribution=RankAttribution.WORKER_TAG_ALONE,
+        attribution=attribution,
         engine_line=None,
         tree_line=None,
     )
@@ -1060,7 +1044,7 @@ def launch_parallel(launch: Launch) -> LaunchParallel:
             if g is None or (g in alone and alone[g].pid != tag.pid):
                 rest.append((tag, line))  # two workers naming one rank: neither is read
                 continue
-            alone.setdefault(g, _alone(tag, line, g))
+            alone.setdefault(g, _from_tag(tag, line, g, RankAttribution.WORKER_TAG_ALONE))
         unresolved_why = (
             *((f"{len(lines)} worker rank line(s) seen, not mapped: {why_not}",) if lines else ()),
             *((_unmapped_tags_why(rest, why_not + _no_engine_said(launch)),) if rest else ()),
