@@ -204,35 +204,26 @@ def _transformed(text: str) -> Header | None:
     host = _HOST_LOGGING_RE.match(text, start)
     if host is not None:
         logger = host["logger"].rpartition(".")[2]
-        return Header(
-            tag=None,
-            outer=None,
-            file=f"{logger}.py",
-            repeated=None,
-            message=text[host.end() :].rstrip(),
-            transformed=True,
-        )
+        return _pasted(f"{logger}.py", text[host.end() :])
     elided = _ELIDED_RE.match(text)
     if elided is not None and "..." in text[: elided.end()]:
-        return Header(
-            tag=None,
-            outer=None,
-            file=elided["file"].rpartition("/")[2],
-            repeated=None,
-            message=text[elided.end() :].rstrip(),
-            transformed=True,
-        )
+        return _pasted(elided["file"], text[elided.end() :])
     partial = _PARTIAL_RE.match(text)
     if partial is not None and (partial["level"] is None or partial["time"] is None):
-        return Header(
-            tag=None,
-            outer=None,
-            file=partial["file"].rpartition("/")[2],
-            repeated=None,
-            message=text[partial.end() :].rstrip(),
-            transformed=True,
-        )
+        return _pasted(partial["file"], text[partial.end() :])
     return None
+
+
+def _pasted(path: str, message: str) -> Header:
+    """A transformed head's reading: its file, its message, no tag trusted."""
+    return Header(
+        tag=None,
+        outer=None,
+        file=path.rpartition("/")[2],
+        repeated=None,
+        message=message.rstrip(),
+        transformed=True,
+    )
 
 
 def split_header(text: str) -> Header:
