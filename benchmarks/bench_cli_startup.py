@@ -44,7 +44,7 @@ def main() -> None:
     subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=True)
     with tempfile.TemporaryDirectory() as tmp:
         saved = Path(tmp) / "capture"
-        from vllm_evidence.testing.stub import serve_capture
+        from vllm_evidence.testing._stub import serve_capture
 
         with serve_capture(REAL) as door:
             cli = [sys.executable, "-m", "vllm_evidence", "probe", door.url, "--save", str(saved)]

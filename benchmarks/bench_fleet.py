@@ -5,7 +5,7 @@ Run: ``python benchmarks/bench_fleet.py [--servers 200 1000] [--pairs 5] [--conc
 A child process serves N front doors on 127.0.0.1 with the real vLLM 0.32.0 capture's
 answers, each answering after ``--latency`` seconds (20 ms).  ``--stub lean`` (the
 default) serves them from one asyncio loop, each route's answer recorded once from the
-test kit's stub (``vllm_evidence.testing.stub``) and replayed byte for byte: ~0.1 ms of
+test kit's stub (``vllm_evidence.testing._stub``) and replayed byte for byte: ~0.1 ms of
 CPU a request, as a real fleet's servers spend none of the prober's CPU.  ``--stub kit``
 runs the test kit's stub itself (a thread and ``http.server`` parsing per connection):
 on this two-core machine its process takes a whole core during a fleet run (~0.9 s of
@@ -63,7 +63,7 @@ runpy.run_module("vllm_evidence", run_name="__main__")
 HOST = """
 import sys
 from contextlib import ExitStack
-from vllm_evidence.testing.stub import serve_capture
+from vllm_evidence.testing._stub import serve_capture
 n, latency, directory = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
 with ExitStack() as stack:
     for _ in range(n):
@@ -78,8 +78,8 @@ with ExitStack() as stack:
 #: test kit's stub and replayed byte for byte after the latency (``--stub lean``).
 LEAN_HOST = """
 import asyncio, http.client, sys
-from vllm_evidence.testing.stub import serve_capture
-from vllm_evidence.upstream.routes import PROBE_ROUTES
+from vllm_evidence.testing._stub import serve_capture
+from vllm_evidence.upstream._routes import PROBE_ROUTES
 n, latency, directory = int(sys.argv[1]), float(sys.argv[2]), sys.argv[3]
 answers = {}
 with serve_capture(directory) as door:
@@ -178,10 +178,10 @@ def run_cli_start(pythonpath: str | None) -> float:
 
 def run_sequential(urls: list[str]) -> tuple[float, float, dict[str, dict[str, Any]]]:
     """Wall s, CPU s and documents of probing ``urls`` one after another in-process."""
-    from vllm_evidence.assessment import assess
-    from vllm_evidence.capture.http import probe_sync
-    from vllm_evidence.output.assessment import assessment_document
-    from vllm_evidence.readback import readback_from_batch
+    from vllm_evidence._assessment import assess
+    from vllm_evidence._capture.http import probe_sync
+    from vllm_evidence._output.assessment import assessment_document
+    from vllm_evidence._readback import readback_from_batch
 
     docs: dict[str, dict[str, Any]] = {}
     start, cpu = time.perf_counter(), time.process_time()
@@ -198,10 +198,10 @@ def run_in_process_fleet(
     :class:`ProbeSession`, ``concurrency`` probes at a time, each assessed as it ends."""
     import asyncio
 
-    from vllm_evidence.assessment import assess
-    from vllm_evidence.capture.http import ProbeSession, ProbeSettings
-    from vllm_evidence.output.assessment import assessment_document
-    from vllm_evidence.readback import readback_from_batch
+    from vllm_evidence._assessment import assess
+    from vllm_evidence._capture.http import ProbeSession, ProbeSettings
+    from vllm_evidence._output.assessment import assessment_document
+    from vllm_evidence._readback import readback_from_batch
 
     docs: dict[str, dict[str, Any]] = {}
 

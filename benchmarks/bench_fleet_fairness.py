@@ -67,8 +67,8 @@ runpy.run_module("vllm_evidence", run_name="__main__")
 #: routes answer a costly body) or "cap" (every route a body just under the cap).
 HOST = """
 import asyncio, http.client, json, sys
-from vllm_evidence.testing.stub import serve_capture
-from vllm_evidence.upstream.routes import PROBE_ROUTES
+from vllm_evidence.testing._stub import serve_capture
+from vllm_evidence.upstream._routes import PROBE_ROUTES
 kinds, latency, directory, costly_bytes, near_cap = json.loads(sys.argv[1])
 answers = {}
 with serve_capture(directory) as door:

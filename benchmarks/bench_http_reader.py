@@ -4,7 +4,7 @@ Run: ``python benchmarks/bench_http_reader.py [--pairs 7] [--probes 200]`` (the 
 alone) or ``python benchmarks/bench_http_reader.py --fleet [--pairs 9]`` (a fleet).
 
 :class:`H11Reader` is h11 in place of
-:class:`~vllm_evidence.capture._http11.ResponseReader`: the same interface (bytes fed as
+:class:`~vllm_evidence._capture._http11.ResponseReader`: the same interface (bytes fed as
 they arrive, the same bounds: a head of at most 64 KiB, the body cap, at most 32
 informational answers), h11's ``Connection`` doing the reading, as it did for the probe
 before the hand-written reader and as it does in httpcore.
@@ -16,7 +16,7 @@ before the hand-written reader and as it does in httpcore.
   in this thread's CPU time: µs per batch.
 * ``--fleet``: ``bench_fleet.py``'s lean host (one asyncio loop serving 200 front doors
   with the recorded answers after 20 ms) and the library's fleet of 200 in this process
-  (one :class:`~vllm_evidence.capture.http.ProbeSession`, 64 at a time, each assessed as
+  (one :class:`~vllm_evidence._capture.http.ProbeSession`, 64 at a time, each assessed as
   it ends), with each reader in turn in the probe's connections
   (``capture._wire.ResponseReader``), interleaved; and the one-by-one loop (the fleet
   target's baseline: ``probe_sync`` one server after another) three times.  Wall time,
@@ -39,8 +39,8 @@ from typing import Final, cast, final
 
 import h11
 
-from vllm_evidence.capture import _wire
-from vllm_evidence.capture._http11 import (
+from vllm_evidence._capture import _wire
+from vllm_evidence._capture._http11 import (
     MAX_INFORMATIONAL,
     RemoteProtocolError,
     ResponseReader,
@@ -258,10 +258,10 @@ def fleet(pairs: int) -> None:
     sys.path.insert(0, str(HERE))
     import bench_fleet
 
-    from vllm_evidence.assessment import assess
-    from vllm_evidence.capture.http import ProbeSession, ProbeSettings, probe_sync
-    from vllm_evidence.output.assessment import assessment_document
-    from vllm_evidence.readback import readback_from_batch
+    from vllm_evidence._assessment import assess
+    from vllm_evidence._capture.http import ProbeSession, ProbeSettings, probe_sync
+    from vllm_evidence._output.assessment import assessment_document
+    from vllm_evidence._readback import readback_from_batch
 
     servers = 200
     host = subprocess.Popen(

@@ -7,7 +7,7 @@ Two bodies: the real vLLM 0.32.0 ``/metrics`` body
 one built from it (each ``vllm:`` family's samples replicated under its one declaration
 with varied engine and model labels, as a server with many engines serves it).  On each,
 ``parse_metrics`` (bytes to observation, what a probe runs) of this tree and of the
-previous implementation (``adapters/metrics.py`` at ``--before``, read with ``git
+previous implementation (``_adapters/metrics.py`` at ``--before``, read with ``git
 show``) run interleaved: one round times a batch of each, ``--pairs`` rounds.  The
 summary gives MB/s (the scanning thread's CPU time, which a busy machine disturbs far
 less than wall time), min and median, and the per-round ratio.  Both give the same
@@ -40,8 +40,8 @@ from typing import Any
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from vllm_evidence.adapters import metrics
-from vllm_evidence.adapters.metrics import CACHE_CONFIG_INFO, PROCESS_START_TIME
+from vllm_evidence._adapters import metrics
+from vllm_evidence._adapters.metrics import CACHE_CONFIG_INFO, PROCESS_START_TIME
 
 ROOT = Path(__file__).resolve().parent.parent
 REAL = ROOT / "tests/fixtures/real/vllm-0.32.0-cpu/tp1-devmode-alias/metrics.body"
@@ -83,15 +83,22 @@ def build_body(target_bytes: int) -> bytes:
 
 
 def previous(rev: str) -> types.ModuleType:
-    """``adapters/metrics.py`` as it was at ``rev``, loaded as a module of its own."""
-    source = subprocess.run(
-        ["git", "-C", str(ROOT), "show", f"{rev}:vllm_evidence/adapters/metrics.py"],
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout
+    """``_adapters/metrics.py`` as it was at ``rev``, loaded as a module of its own."""
+    # The module moved under _adapters/ in 0.1.0.dev0: a revision has one path or the other.
+    shown = [
+        subprocess.run(
+            ["git", "-C", str(ROOT), "show", f"{rev}:vllm_evidence/{where}/metrics.py"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        for where in ("_adapters", "adapters")
+    ]
+    found = next((s for s in shown if s.returncode == 0), shown[-1])
+    found.check_returncode()
+    source = found.stdout
     # Named inside the package: its sealed types may only be declared there.
-    module = types.ModuleType("vllm_evidence.adapters._metrics_before")
+    module = types.ModuleType("vllm_evidence._adapters._metrics_before")
     exec(compile(source, f"{rev}:metrics.py", "exec"), module.__dict__)  # noqa: S102
     return module
 

@@ -39,8 +39,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
-from vllm_evidence.output.startup_log import startup_log_document
+from vllm_evidence._adapters.startup_log import StartupLog, read_startup_log
+from vllm_evidence._output.startup_log import startup_log_document
 
 FACTS = (
     "version",

@@ -62,7 +62,7 @@ ROUTES = (
 CHILD = """
 import resource, sys, time
 t0 = time.perf_counter()
-from vllm_evidence.adapters.startup_log import read_startup_log
+from vllm_evidence._adapters.startup_log import read_startup_log
 t1 = time.perf_counter()
 log = read_startup_log(sys.argv[1])
 t2 = time.perf_counter()

@@ -1,5 +1,5 @@
 """Benchmark: examples per second and the share of draws rejected, per strategy and knob
-combination of the test kit (:mod:`vllm_evidence.testing.strategies`).
+combination of the test kit (:mod:`vllm_evidence.testing._strategies`).
 
 Run: ``python benchmarks/bench_strategies.py [--examples 200] [--quick]``.
 
@@ -44,8 +44,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis.internal.observability import with_observability_callback
 from hypothesis.strategies import SearchStrategy
 
-from vllm_evidence.assessment import Claim, Subject, assess, claim_established
-from vllm_evidence.testing.strategies import (
+from vllm_evidence._assessment import Claim, Subject, assess, claim_established
+from vllm_evidence.testing._strategies import (
     GeneratedServer,
     captured_readbacks,
     launches,

@@ -4,16 +4,16 @@
     python examples/fleet.py --targets fleet.txt --receipt-public-key receipt-public.pem
 
 A target may come with its startup log and its launch receipt (a
-:class:`~vllm_evidence.watch.targets.Target`, as a targets file's
+:class:`~vllm_evidence.watch._targets.Target`, as a targets file's
 ``URL log=PATH receipt=PATH`` line gives it): the receipt is read with
-:func:`~vllm_evidence.adapters.receipt.read_launch_receipt` and checked under the
+:func:`~vllm_evidence._adapters.receipt.read_launch_receipt` and checked under the
 launcher's public key, then the log to the receipt's length, both with the package's
 bounded readers, and the server is assessed with its own log and receipt.  A receipt
 joins its log to the server only when its signature verifies and the server's
 ``/metrics`` carries its start time.
 
 What ``vllm-evidence probe --targets`` does, in the form orchestration code holds: one
-:class:`~vllm_evidence.capture.http.ProbeSession` for the whole run (one TLS context,
+:class:`~vllm_evidence._capture.http.ProbeSession` for the whole run (one TLS context,
 each server's connections kept for its own probe and closed after it; the session's
 connections are its own, and it takes only settings), ``at_once`` servers read at a
 time, each assessed as its probe ends.  A server that does not answer is an
@@ -21,7 +21,7 @@ assessment too: its decisions refuse and name what was missing; only a string th
 not a URL this package reads is an :class:`~vllm_evidence.InputError` instead.
 
 Memory is bounded in all: every probe shares one
-:class:`~vllm_evidence.capture.http.BodyBudget`, so the bodies held at once (being read,
+:class:`~vllm_evidence._capture.http.BodyBudget`, so the bodies held at once (being read,
 or waiting to be assessed) stay within it however the servers size their answers; a
 request that would pass it waits, and each batch's bytes are given back once assessed.
 Here :func:`~vllm_evidence.assess` runs on the event loop, so a server whose bodies are
@@ -36,22 +36,22 @@ import sys
 from collections.abc import Sequence
 
 from vllm_evidence import (
-    Assessment,
-    InputError,
-    StartupLog,
-    assess,
-    read_startup_log,
-    readback_from_batch,
-)
-from vllm_evidence.adapters.receipt import LaunchReceipt, read_launch_receipt
-from vllm_evidence.capture.http import (
     DEFAULT_BODY_BUDGET_BYTES,
+    Assessment,
     BodyBudget,
+    LaunchReceipt,
     ProbeSession,
     ProbeSettings,
+    StartupLog,
+    VerificationKey,
+    assess,
+    read_launch_receipt,
+    read_startup_log,
+    read_verification_key,
+    readback_from_batch,
 )
-from vllm_evidence.capture.signing import VerificationKey, read_verification_key
-from vllm_evidence.watch.targets import Target, read_targets
+from vllm_evidence.errors import InputError
+from vllm_evidence.watch import Target, read_targets
 
 __all__ = ["read_fleet"]
 
@@ -86,7 +86,7 @@ async def read_fleet(
     receipt_key: VerificationKey | None = None,
 ) -> dict[str, Assessment | InputError]:
     """Probe and assess every server of ``targets`` (a URL, or a
-    :class:`~vllm_evidence.watch.targets.Target` with its log and receipt), ``at_once``
+    :class:`~vllm_evidence.watch._targets.Target` with its log and receipt), ``at_once``
     of them at a time, their bodies within ``body_budget`` (1 GiB if none is given);
     receipts are checked under ``receipt_key``, the launcher's public key.  The results
     are keyed by URL as given (a ``Target``'s cleaned URL)."""

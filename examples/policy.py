@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import assert_never
 
-from vllm_evidence.assessment import Assessment
+from vllm_evidence import Assessment
 from vllm_evidence.decisions import (
     CapacityDecision,
     CapacityEstablished,

@@ -2,7 +2,8 @@
 
 Usage: python scripts/mutation_score.py RESULTS_FILE [AREA...]
 
-Each line of RESULTS_FILE reads ``    vllm_evidence.<area>.<module>.<mutant>: <status>``.
+Each line of RESULTS_FILE reads ``    vllm_evidence.<area>.<module>.<mutant>: <status>``
+(``_adapters``, ``_audit``: the area without its ``_``).
 The score of an area is killed / (killed + survived + no tests + timeout + suspicious):
 a mutant the type checker rejects never reaches the tests and is counted apart, and a
 mutant named in docs/mutation.md as equivalent is subtracted from the survivors.
@@ -38,13 +39,15 @@ def main(argv: list[str]) -> int:
     survivors: list[str] = []
     for line in Path(argv[1]).read_text(encoding="utf-8").splitlines():
         m = LINE.match(line)
-        if m is None or m.group("area") not in counts:
+        # a private package's mutants read ``vllm_evidence._adapters.…``: area "adapters"
+        area = m.group("area").removeprefix("_") if m is not None else ""
+        if m is None or area not in counts:
             continue
         status = m.group("status")
         name = f"vllm_evidence.{m.group('area')}.{m.group('name')}"
         if status == "survived" and name in equivalent:
             status = "equivalent"
-        counts[m.group("area")][status] += 1
+        counts[area][status] += 1
         if status in ("survived", "no tests", "timeout", "suspicious"):
             survivors.append(f"{name}: {status}")
     header = (

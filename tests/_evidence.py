@@ -19,26 +19,26 @@ from packaging.version import Version
 
 from tests._paths import REAL
 from tests._ports import serve_on_port
-from vllm_evidence.adapters.outcome import Parsed
-from vllm_evidence.adapters.receipt import (
+from vllm_evidence._adapters.outcome import Parsed
+from vllm_evidence._adapters.receipt import (
     RECEIPT_SCHEMA,
     LaunchReceipt,
     ReceiptRecord,
     parse_launch_receipt,
     signed_receipt_document,
 )
-from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
-from vllm_evidence.assessment import Assessment, assess
-from vllm_evidence.capture.http import probe_sync
-from vllm_evidence.capture.signing import SigningKey
-from vllm_evidence.decisions import FrontDoorJoinDecision
-from vllm_evidence.readback import (
+from vllm_evidence._adapters.startup_log import StartupLog, read_startup_log
+from vllm_evidence._assessment import Assessment, assess
+from vllm_evidence._capture.http import probe_sync
+from vllm_evidence._capture.signing import SigningKey
+from vllm_evidence._readback import (
     CapturedReadback,
     HistoricalBundle,
     historical_bundle,
     readback_from_batch,
 )
-from vllm_evidence.testing.stub import Fault, serve_capture
+from vllm_evidence.decisions import FrontDoorJoinDecision
+from vllm_evidence.testing._stub import Fault, serve_capture
 from vllm_evidence.upstream import ReleaseLaws, Route, laws_for
 
 # Record prefixes as vLLM ≥0.10.2 prints them (process tag, level, time, [file:line]).

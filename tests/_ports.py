@@ -17,8 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from tests._paths import PORT_WAIT_S
-from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
-from vllm_evidence.testing.stub import StubFrontDoor, serve_capture
+from vllm_evidence._adapters.startup_log import StartupLog, read_startup_log
+from vllm_evidence.testing._stub import StubFrontDoor, serve_capture
 
 
 def nothing_listening() -> str:

@@ -14,7 +14,7 @@ import hmac
 import json
 from pathlib import Path
 
-from vllm_evidence.capture.signing import SigningKey
+from vllm_evidence._capture.signing import SigningKey
 
 #: The key a prober saves its captures with, in these tests.
 CAPTURE_KEY = SigningKey.generate()

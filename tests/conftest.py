@@ -18,7 +18,7 @@ import pytest
 from hypothesis import HealthCheck, settings
 
 from vllm_evidence._scrub import forget_all
-from vllm_evidence.testing.stub import (
+from vllm_evidence.testing._stub import (
     ALLOWED_TARGETS,
     StubRequest,
     forbidden_requests,

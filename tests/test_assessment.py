@@ -17,9 +17,9 @@ from tests._evidence import (
     real_log,
 )
 from tests._paths import REAL
-from vllm_evidence.assessment import CLAIMS, Subject, assess, claim_established
+from vllm_evidence._assessment import CLAIMS, Subject, assess, claim_established
+from vllm_evidence._output.assessment import AssessmentDocument, assessment_document
 from vllm_evidence.errors import InputError
-from vllm_evidence.output.assessment import AssessmentDocument, assessment_document
 
 
 def _document(**kw: Any) -> AssessmentDocument:
@@ -83,8 +83,8 @@ def test_the_registry_is_the_one_list_of_the_claims() -> None:
 
     import attrs
 
-    from vllm_evidence.assessment import REGISTRY, Assessment
-    from vllm_evidence.output.assessment import DecisionsDocument
+    from vllm_evidence._assessment import REGISTRY, Assessment
+    from vllm_evidence._output.assessment import DecisionsDocument
     from vllm_evidence.serialize import schema
 
     names = tuple(spec.name for spec in REGISTRY)
@@ -110,7 +110,7 @@ def test_each_claim_is_decided_by_its_function_and_arms_are_named_by_the_registr
     arms the registry names are arms of that decision, and every other arm refuses."""
     from typing import get_args, get_type_hints
 
-    from vllm_evidence.assessment import REGISTRY, claim_decisions, verdict
+    from vllm_evidence._assessment import REGISTRY, claim_decisions, verdict
 
     assessment = assess_witnessed(REAL, real_log())
     decided = claim_decisions(assessment)

@@ -10,11 +10,11 @@ import pytest
 import vllm_evidence
 from tests._evidence import real_log
 from tests._paths import REAL
-from vllm_evidence.capture.directory import MANIFEST, save
-from vllm_evidence.capture.http import probe_sync
+from vllm_evidence._capture.directory import MANIFEST, save
+from vllm_evidence._capture.http import probe_sync
+from vllm_evidence._readback import load
 from vllm_evidence.errors import CaptureIntegrityError, EvidenceError, InputError, SealedTypeError
-from vllm_evidence.readback import load
-from vllm_evidence.testing.stub import serve_capture
+from vllm_evidence.testing._stub import serve_capture
 
 
 def test_each_error_is_an_evidence_error_and_its_builtin() -> None:
@@ -23,7 +23,7 @@ def test_each_error_is_an_evidence_error_and_its_builtin() -> None:
     assert issubclass(CaptureIntegrityError, InputError)
     assert issubclass(SealedTypeError, EvidenceError)
     assert issubclass(SealedTypeError, TypeError)
-    assert vllm_evidence.SealedTypeError is SealedTypeError
+    assert vllm_evidence.errors.SealedTypeError is SealedTypeError
 
 
 def test_a_launch_the_log_does_not_have_is_caught_as_a_value_error() -> None:

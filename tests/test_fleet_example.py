@@ -15,16 +15,15 @@ from tests._paths import REAL
 from tests._ports import nothing_listening
 from vllm_evidence import (
     Assessment,
-    InputError,
+    BodyBudget,
+    SigningKey,
     StartupLog,
     assess,
     probe_sync,
+    read_launch_receipt,
     read_startup_log,
     readback_from_batch,
 )
-from vllm_evidence.adapters.receipt import read_launch_receipt
-from vllm_evidence.capture.http import BodyBudget
-from vllm_evidence.capture.signing import SigningKey
 from vllm_evidence.decisions import (
     CapacityEstablished,
     CapacityRefused,
@@ -32,9 +31,10 @@ from vllm_evidence.decisions import (
     LogJoinReason,
     LogJoinRefused,
 )
-from vllm_evidence.output.assessment import assessment_document
+from vllm_evidence.errors import InputError
+from vllm_evidence.serialize import assessment_document
 from vllm_evidence.testing import serve_capture
-from vllm_evidence.watch.targets import Target
+from vllm_evidence.watch import Target
 
 #: The recorded server's process_start_time_seconds (its /metrics), as a receipt has it.
 REAL_START = "1.79601185221e+09"

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vllm_evidence.measure import (
+from vllm_evidence._measure import (
     BasisPoint,
     BlockCount,
     BlockSize,

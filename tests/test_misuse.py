@@ -14,11 +14,11 @@ import pytest
 from tests._evidence import bundle, real_log, version_body
 from tests._ports import nothing_listening
 from vllm_evidence import assess
-from vllm_evidence.assessment import Assessment
-from vllm_evidence.capture.http import probe_sync
+from vllm_evidence._assessment import Assessment
+from vllm_evidence._capture.http import probe_sync
+from vllm_evidence._readback import readback_from_batch
 from vllm_evidence.decisions import ParallelEstablished, ParallelRefused
 from vllm_evidence.errors import MisuseError, SealedTypeError
-from vllm_evidence.readback import readback_from_batch
 
 
 @pytest.mark.parametrize("cls", [ParallelRefused, ParallelEstablished, Assessment])

@@ -35,13 +35,17 @@ from tests._evidence import (
 )
 from tests._paths import REAL
 from tests._ports import nothing_listening, serve_on_port
-from vllm_evidence.adapters.receipt import LaunchReceipt
-from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
-from vllm_evidence.assessment import Assessment, assess
-from vllm_evidence.capture.http import probe_sync
+from vllm_evidence import (
+    Assessment,
+    LaunchReceipt,
+    StartupLog,
+    assess,
+    probe_sync,
+    read_startup_log,
+    readback_from_batch,
+)
 from vllm_evidence.cli import main
-from vllm_evidence.readback import readback_from_batch
-from vllm_evidence.testing.stub import Fault, StubFrontDoor, serve_capture
+from vllm_evidence.testing import Fault, StubFrontDoor, serve_capture
 from vllm_evidence.upstream import Route
 
 CAPTURES = Path(__file__).parent / "fixtures" / "real" / "vllm-0.32.0-cpu"

@@ -18,8 +18,9 @@ import pytest
 from packaging.version import Version
 
 from tests._evidence import assess_witnessed
-from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
-from vllm_evidence.assessment import Assessment, Claim, assess, claim_established
+from vllm_evidence._adapters.startup_log import StartupLog, read_startup_log
+from vllm_evidence._assessment import Assessment, Claim, assess, claim_established
+from vllm_evidence._output.startup_log import render_startup_log
 from vllm_evidence.decisions import (
     CapacityEstablished,
     CapacityReason,
@@ -29,7 +30,6 @@ from vllm_evidence.decisions import (
     ParallelReason,
     ServedIdentityEstablished,
 )
-from vllm_evidence.output.startup_log import render_startup_log
 from vllm_evidence.upstream import ExecutorBackend, HealthLaw, laws_for
 
 REAL = Path(__file__).resolve().parent / "fixtures" / "real" / "vllm-0.32.0-cpu"

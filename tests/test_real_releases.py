@@ -21,23 +21,23 @@ from pathlib import Path
 import pytest
 
 from tests._evidence import assess_witnessed
-from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
-from vllm_evidence.assessment import Assessment, assess
-from vllm_evidence.decisions import (
-    CapacityEstablished,
-    CapacityReported,
-    JoinUnestablished,
-    ParallelEstablished,
-)
-from vllm_evidence.output.startup_log import render_startup_log
-from vllm_evidence.readback.executor import resolve_executor
-from vllm_evidence.readback.parallel import (
+from vllm_evidence._adapters.startup_log import StartupLog, read_startup_log
+from vllm_evidence._assessment import Assessment, assess
+from vllm_evidence._output.startup_log import render_startup_log
+from vllm_evidence._readback.executor import resolve_executor
+from vllm_evidence._readback.parallel import (
     ResolvedParallel,
     global_rank,
     independent_engines,
     resolve_from_log,
     stated_engines,
     tree_engines,
+)
+from vllm_evidence.decisions import (
+    CapacityEstablished,
+    CapacityReported,
+    JoinUnestablished,
+    ParallelEstablished,
 )
 
 REAL = Path(__file__).resolve().parent / "fixtures" / "real"

@@ -1,7 +1,7 @@
 """The claim names an assessment decides, as the type checker knows them.
 
 The ground floor holds only the names (``--require`` reads them without loading a
-decision); :data:`vllm_evidence.assessment.REGISTRY` holds each claim's title, decision
+decision); :data:`vllm_evidence._assessment.REGISTRY` holds each claim's title, decision
 function and established arms, in the same order (a test holds the two equal).
 """
 

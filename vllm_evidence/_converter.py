@@ -5,7 +5,7 @@ Ground floor: it knows only the ground types.  Here are the generic hooks —
 * :class:`packaging.version.Version` and :class:`~decimal.Decimal` → ``str`` (exact:
   a decimal is printed as parsed, never through a float);
 * every :class:`enum.Enum` → its ``.value``;
-* the exact measures of :mod:`vllm_evidence.measure` as the documents print them: the
+* the exact measures of :mod:`vllm_evidence._measure` as the documents print them: the
   integer counts (tokens, blocks, bytes, basis points) as JSON integers, the decimal
   figures (concurrency, GiB) as exact strings;
 * :class:`~datetime.datetime` ↔ ISO 8601 text;
@@ -15,8 +15,8 @@ Ground floor: it knows only the ground types.  Here are the generic hooks —
   unstructure hook that refuses a sealed type no layer registered a hook for.
 
 Each higher layer registers the hooks of the types it renders, next to the rendering
-(``output/assessment.py`` the decisions, ``output/startup_log.py`` the log's types,
-``output/laws.py`` the laws, ``output/audit.py`` the audit, ``capture/directory.py``
+(``_output/assessment.py`` the decisions, ``_output/startup_log.py`` the log's types,
+``_output/laws.py`` the laws, ``_output/audit.py`` the audit, ``_capture/directory.py``
 the manifest), so the layering holds: this module imports nothing above the ground.
 
 The converter only *unstructures* sealed values.  Nothing decided is ever read back
@@ -37,8 +37,8 @@ import cattrs
 from cattrs.errors import IterableValidationError, IterableValidationNote
 from packaging.version import Version
 
+from vllm_evidence._measure import BasisPoint, BlockCount, ByteCount, Concurrency, GiB, TokenCount
 from vllm_evidence._seal import Sealed, SealedTypeError
-from vllm_evidence.measure import BasisPoint, BlockCount, ByteCount, Concurrency, GiB, TokenCount
 
 __all__ = ["converter", "register_rendering"]
 

@@ -11,12 +11,15 @@ import contextlib
 import importlib
 import os
 import sys
-from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
-from vllm_evidence._cli import COMMAND_MODULES
+from vllm_evidence import _cli
 from vllm_evidence._cli._exit import EXIT_OK, EXIT_REQUIREMENT_REFUSED, EXIT_USAGE
 
-__all__ = ["EXIT_OK", "EXIT_REQUIREMENT_REFUSED", "EXIT_USAGE", "main"]
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+__all__ = ["EXIT_OK", "EXIT_REQUIREMENT_REFUSED", "EXIT_USAGE", "VERSION", "build_parser", "main"]
 
 
 class _Parser(argparse.ArgumentParser):
@@ -43,7 +46,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="store_true", help="print the version and exit")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
-    for name in COMMAND_MODULES:
+    for name in _cli.COMMAND_MODULES:
         module = importlib.import_module(f"vllm_evidence._cli.{name}")
         module.register(subparsers)
     return parser

@@ -46,7 +46,7 @@ class CaptureIntegrityError(InputError):
 class EvidenceMismatchError(CaptureIntegrityError, ValueError):
     """Re-derived evidence that does not match what a document or pickle recorded.
 
-    Raised by :func:`vllm_evidence.rederive.loads` (and by unpickling a sealed value) when
+    Raised by :func:`vllm_evidence._rederive.loads` (and by unpickling a sealed value) when
     an embedded body or log no longer has its recorded SHA-256, a log file on disk has
     changed, or the decisions re-run over the bytes do not reproduce the stored verdicts.
     Nothing is returned: a stored decision is never trusted.

@@ -2,7 +2,7 @@
 
 Each document is the package converter's rendering (:data:`converter`, a
 :class:`cattrs.Converter`) of a typed value: the hooks sit beside the types they render
-(``output/`` and ``capture/directory.py``) and are registered when those modules are
+(``output/`` and ``_capture/directory.py``) and are registered when those modules are
 imported, which this module does.  The converter only *unstructures* sealed values:
 nothing decided is read back from JSON (structuring a sealed type raises
 :class:`~vllm_evidence._seal.SealedTypeError`); a saved capture is re-read from its
@@ -24,7 +24,7 @@ watch transition     ``watch.transition_document``          ``watch-transition``
 Going back is re-derivation only: :func:`dumps` writes an assessment's raw evidence
 (``vllm-evidence.evidence/3``) and :func:`loads` runs the parsers and decisions over it
 again, refusing when the bytes do not reproduce the recorded digests and verdicts (see
-:mod:`vllm_evidence.rederive`).  Pickling a sealed value works the same way.
+:mod:`vllm_evidence._rederive`).  Pickling a sealed value works the same way.
 
 The schemas (JSON Schema draft 2020-12) ship as package data in
 ``vllm_evidence/schemas/`` and are printed by ``vllm-evidence schema NAME``.
@@ -34,17 +34,20 @@ from __future__ import annotations
 
 import json
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING
 
+from vllm_evidence._capture.directory import manifest_document
 from vllm_evidence._converter import converter
-from vllm_evidence.capture.directory import manifest_document
-from vllm_evidence.launch import receipt_document
-from vllm_evidence.output.assessment import AssessmentDocument, assessment_document
-from vllm_evidence.output.audit import audit_document
-from vllm_evidence.output.front_door import front_door_document
-from vllm_evidence.output.laws import LawTable, law_json, laws_document
-from vllm_evidence.output.startup_log import startup_log_document
-from vllm_evidence.rederive import dumps, loads
+from vllm_evidence._launch import receipt_document
+from vllm_evidence._output.assessment import AssessmentDocument, assessment_document
+from vllm_evidence._output.audit import audit_document
+from vllm_evidence._output.front_door import front_door_document
+from vllm_evidence._output.laws import LawTable, law_json, laws_document
+from vllm_evidence._output.startup_log import startup_log_document
+from vllm_evidence._rederive import dumps, loads
+
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "SCHEMA_NAMES",

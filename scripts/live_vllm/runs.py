@@ -35,7 +35,7 @@ __all__ = ["Run", "user_name"]
 #: half to argv[2].
 _MAKE_KEYS = """
 import os, sys
-from vllm_evidence.capture.signing import SigningKey
+from vllm_evidence._capture.signing import SigningKey
 key = SigningKey.generate()
 fd = os.open(sys.argv[1], os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
 with os.fdopen(fd, "wb") as out:

@@ -1,2 +1,2 @@
-# The slice of vllm that vllm_evidence.audit imports (checked by stubtest).
+# The slice of vllm that vllm_evidence._audit imports (checked by stubtest).
 __version__: str

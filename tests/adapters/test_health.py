@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from vllm_evidence.adapters.health import HealthAnswer, parse_health
+from vllm_evidence._adapters.health import HealthAnswer, parse_health
 
 
 def test_health_status_only() -> None:

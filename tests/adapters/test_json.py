@@ -1,4 +1,4 @@
-"""The one JSON decoder every body adapter uses (``adapters/_json.py``)."""
+"""The one JSON decoder every body adapter uses (``_adapters/_json.py``)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vllm_evidence.adapters._json import JsonNumber, loads_exact
+from vllm_evidence._adapters._json import JsonNumber, loads_exact
 
 _JSON = st.recursive(
     st.none()

@@ -14,16 +14,16 @@ from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests._paths import public_capture, real_body
-from vllm_evidence.adapters.failure import BodyParseFailure
-from vllm_evidence.adapters.metrics import (
+from vllm_evidence._adapters.failure import BodyParseFailure
+from vllm_evidence._adapters.metrics import (
     CACHE_CONFIG_INFO,
     PROCESS_START_TIME,
     MetricsObservation,
     parse_metrics,
     scan_metrics,
 )
-from vllm_evidence.measure import TokenCount
-from vllm_evidence.upstream.routes import Route
+from vllm_evidence._measure import TokenCount
+from vllm_evidence.upstream._routes import Route
 
 Sample = tuple[str, tuple[tuple[str, str], ...], float, float | None]
 
@@ -427,7 +427,7 @@ _PIECES = st.sampled_from(
 @settings(max_examples=1000, deadline=None)
 @given(st.lists(_PIECES, max_size=24).map("".join))
 def test_the_scan_finds_what_reading_line_by_line_finds(text: str) -> None:
-    from vllm_evidence.adapters import metrics
+    from vllm_evidence._adapters import metrics
 
     targets, families = _line_by_line(text)
     assert [(name, rest) for _, name, rest in metrics._sample_lines(text)] == targets
@@ -439,7 +439,7 @@ def test_the_scan_finds_what_reading_line_by_line_finds(text: str) -> None:
 
 
 def test_sample_lines_are_given_in_body_order_with_their_offsets() -> None:
-    from vllm_evidence.adapters import metrics
+    from vllm_evidence._adapters import metrics
 
     text = f"{CACHE_CONFIG_INFO} 1\nx 2\n  {PROCESS_START_TIME} 3\n{CACHE_CONFIG_INFO}{{}} 4"
     assert metrics._sample_lines(text) == [
@@ -478,7 +478,7 @@ def test_a_declaration_after_a_blank_is_read_by_the_line_rule() -> None:
 def test_a_help_line_and_its_type_line_declare_what_each_line_declares(
     body: str, declared: set[str]
 ) -> None:
-    from vllm_evidence.adapters import metrics
+    from vllm_evidence._adapters import metrics
 
     assert _line_by_line(body)[1] == declared  # the oracle agrees with the case as written
     for jumps in (None, 0, 1, 10**9):

@@ -5,10 +5,10 @@ from __future__ import annotations
 import pytest
 
 from tests._paths import public_capture, real_body
-from vllm_evidence.adapters.failure import BodyParseFailure
-from vllm_evidence.adapters.models import ServedModels, parse_models
-from vllm_evidence.measure import TokenCount
-from vllm_evidence.upstream.routes import Route
+from vllm_evidence._adapters.failure import BodyParseFailure
+from vllm_evidence._adapters.models import ServedModels, parse_models
+from vllm_evidence._measure import TokenCount
+from vllm_evidence.upstream._routes import Route
 
 
 def test_models_real_capture() -> None:

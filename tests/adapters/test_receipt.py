@@ -19,15 +19,15 @@ from typing import Any
 
 import pytest
 
-from vllm_evidence.adapters.receipt import (
+from vllm_evidence._adapters.receipt import (
     RECEIPT_SCHEMA,
     RECEIPT_SCHEMAS,
     LogWriteFailureRecord,
     ReceiptRecord,
     parse_launch_receipt,
 )
+from vllm_evidence._launch import receipt_document
 from vllm_evidence.errors import InputError
-from vllm_evidence.launch import receipt_document
 
 V1 = "vllm-evidence.launch-receipt/1"
 V2 = "vllm-evidence.launch-receipt/2"

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from vllm_evidence.adapters.receipt import RECEIPT_LIMIT, read_launch_receipt
+from vllm_evidence._adapters.receipt import RECEIPT_LIMIT, read_launch_receipt
 from vllm_evidence.errors import InputError
 
 RECEIPT = {

@@ -17,7 +17,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ed25519
 
-from vllm_evidence.adapters.receipt import (
+from vllm_evidence._adapters.receipt import (
     RECEIPT_SCHEMA,
     ReceiptAuthentication,
     ReceiptRecord,
@@ -25,9 +25,9 @@ from vllm_evidence.adapters.receipt import (
     parse_launch_receipt,
     signed_receipt_document,
 )
-from vllm_evidence.capture.signing import SigningKey, VerificationKey
+from vllm_evidence._capture.signing import SigningKey, VerificationKey
+from vllm_evidence._launch import receipt_document
 from vllm_evidence.errors import InputError
-from vllm_evidence.launch import receipt_document
 
 KEY = SigningKey.generate()
 OTHER = SigningKey.generate()

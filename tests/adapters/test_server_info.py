@@ -5,15 +5,15 @@ from __future__ import annotations
 import pytest
 
 from tests._paths import real_body
-from vllm_evidence.adapters.failure import BodyParseFailure
-from vllm_evidence.adapters.server_info import (
+from vllm_evidence._adapters.failure import BodyParseFailure
+from vllm_evidence._adapters.server_info import (
     ServerInfo,
     ServerInfoForm,
     parse_server_info_json,
     parse_server_info_text,
     split_config_text,
 )
-from vllm_evidence.upstream.routes import Route
+from vllm_evidence.upstream._routes import Route
 
 
 def test_server_info_text_real_capture() -> None:

@@ -7,8 +7,8 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vllm_evidence.adapters._text import strict_top_level_pieces, top_level_pieces
-from vllm_evidence.adapters.startup_log import (
+from vllm_evidence._adapters._text import strict_top_level_pieces, top_level_pieces
+from vllm_evidence._adapters.startup_log import (
     split_top_level,
 )
 
@@ -34,7 +34,7 @@ def test_split_top_level_respects_brackets_and_quotes() -> None:
 
 
 def test_the_strict_and_tolerant_splits_share_one_scanner() -> None:
-    from vllm_evidence.adapters.server_info import split_config_text
+    from vllm_evidence._adapters.server_info import split_config_text
 
     text = "mode=<CompilationMode.VLLM_COMPILE: 3>, sizes=[1, 2], name='a, b'"
     assert list(split_top_level(text)) == [

@@ -6,9 +6,9 @@ import pytest
 from packaging.version import Version
 
 from tests._paths import real_body
-from vllm_evidence.adapters.failure import BodyParseFailure
-from vllm_evidence.adapters.version import SelfReportedVersion, parse_version
-from vllm_evidence.upstream.routes import Route
+from vllm_evidence._adapters.failure import BodyParseFailure
+from vllm_evidence._adapters.version import SelfReportedVersion, parse_version
+from vllm_evidence.upstream._routes import Route
 
 
 def test_version_real_capture() -> None:

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from tests._paths import real_body
-from vllm_evidence.adapters.failure import BodyParseFailure
-from vllm_evidence.adapters.server_info import (
+from vllm_evidence._adapters.failure import BodyParseFailure
+from vllm_evidence._adapters.server_info import (
     ServerInfo,
 )
-from vllm_evidence.adapters.world_size import WorldSizeProduct, parse_world_size
-from vllm_evidence.upstream.routes import ParallelEvidenceKind
+from vllm_evidence._adapters.world_size import WorldSizeProduct, parse_world_size
+from vllm_evidence.upstream._routes import ParallelEvidenceKind
 
 
 def _is_a(value: object, cls: type) -> bool:

@@ -12,7 +12,7 @@ from packaging.version import Version
 
 from tests._evidence import release_laws as _laws
 from tests._paths import REAL
-from vllm_evidence.audit import (
+from vllm_evidence._audit import (
     EXECUTOR_BACKENDS_KEY,
     Finding,
     Installed,
@@ -30,7 +30,7 @@ from vllm_evidence.audit import (
     exit_status,
     route_table_from_log,
 )
-from vllm_evidence.audit.installed import app_routes
+from vllm_evidence._audit.installed import app_routes
 from vllm_evidence.upstream import (
     CacheConfigLabelsLaw,
     CapacityFormat,
@@ -41,7 +41,7 @@ from vllm_evidence.upstream import (
     RouteLaw,
     laws_for,
 )
-from vllm_evidence.upstream.releases import _read
+from vllm_evidence.upstream._releases import _read
 
 # --- cache_config_info labels ------------------------------------------------------
 
@@ -581,7 +581,7 @@ def test_the_whole_audit_reads_the_guard_from_the_install() -> None:
 def test_dev_routes_registered_at_import_are_told_from_ones_registered_in_build_app() -> None:
     """0.13 and older test VLLM_SERVER_DEV_MODE at the top level of api_server.py (routes
     fixed when the module is imported); 0.14 on test it inside the registration."""
-    from vllm_evidence.audit.installed import _IMPORT_TIME_DEV_ROUTES
+    from vllm_evidence._audit.installed import _IMPORT_TIME_DEV_ROUTES
 
     old = 'app = FastAPI()\n\nif envs.VLLM_SERVER_DEV_MODE:\n    @router.get("/server_info")\n'
     new = "def build_app(args):\n    if envs.VLLM_SERVER_DEV_MODE:\n        attach(app)\n"

@@ -1,6 +1,6 @@
 """Three readings of one URL's ``(scheme, host, port)``, none of them the package's.
 
-The oracles :func:`~vllm_evidence.capture._target.clean_target` is compared with: what
+The oracles :func:`~vllm_evidence._capture._target.clean_target` is compared with: what
 Python's ``urllib.parse.urlsplit`` reads, what ``httpx.URL`` reads (its ASCII host, the
 one it would put in a ``Host`` header), and :func:`whatwg`, a reading of the WHATWG URL
 Standard's parser (what a browser, ``curl`` and most other tools read) written down here

@@ -1,4 +1,4 @@
-"""capture/batch.py: what an exchange keeps of the headers a server sent."""
+"""_capture/batch.py: what an exchange keeps of the headers a server sent."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.test_scrub import _PIECES
-from vllm_evidence._scrub import scrub
-from vllm_evidence.capture.batch import (
+from vllm_evidence._capture.batch import (
     RECORDED_HEADERS,
     ExchangeRole,
     Transport,
     _new_exchange,
 )
-from vllm_evidence.upstream.routes import Route
+from vllm_evidence._scrub import scrub
+from vllm_evidence.upstream._routes import Route
 
 _NAMES = st.sampled_from([*sorted(RECORDED_HEADERS), "x-other", "Set-Cookie", "LOCATION"])
 #: Header values: the scrubber's credential pieces, secrets and plain text, no line break

@@ -9,15 +9,15 @@ import pytest
 
 from tests._evidence import front_door_join
 from tests._paths import REAL
-from vllm_evidence.adapters.outcome import NotFound, Parsed
-from vllm_evidence.capture.directory import MANIFEST, save
-from vllm_evidence.capture.http import probe_sync
+from vllm_evidence._adapters.outcome import NotFound, Parsed
+from vllm_evidence._capture.directory import MANIFEST, save
+from vllm_evidence._capture.http import probe_sync
+from vllm_evidence._output.front_door import front_door_document
+from vllm_evidence._readback import CapturedReadback, HistoricalBundle, load, readback_from_batch
 from vllm_evidence.decisions import JoinedIncarnation, JoinReason
 from vllm_evidence.errors import CaptureIntegrityError, InputError
-from vllm_evidence.output.front_door import front_door_document
-from vllm_evidence.readback import CapturedReadback, HistoricalBundle, load, readback_from_batch
-from vllm_evidence.testing.stub import Fault, serve_capture
-from vllm_evidence.upstream.routes import Route
+from vllm_evidence.testing._stub import Fault, serve_capture
+from vllm_evidence.upstream._routes import Route
 
 
 def _observations(readback: CapturedReadback | HistoricalBundle) -> dict[str, object]:

@@ -1,4 +1,4 @@
-"""capture/generated.py: a batch from given answers, the probe's sealed path minus the
+"""_capture/generated.py: a batch from given answers, the probe's sealed path minus the
 transport (the test kit's socket-free draws)."""
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ import itertools
 
 import pytest
 
-from vllm_evidence.capture.batch import CaptureOrigin, ExchangeRole, Transport
-from vllm_evidence.capture.generated import _answered_batch
+from vllm_evidence._capture.batch import CaptureOrigin, ExchangeRole, Transport
+from vllm_evidence._capture.generated import _answered_batch
 from vllm_evidence.errors import InputError
-from vllm_evidence.upstream.routes import PROBE_ROUTES, Route
+from vllm_evidence.upstream._routes import PROBE_ROUTES, Route
 
 JSON = (("content-type", "application/json"),)
 METRICS = b"process_start_time_seconds 1.7e+09\n"

@@ -18,9 +18,9 @@ import pytest
 from tests._evidence import front_door_join
 from tests._paths import REAL
 from tests.conftest import ALLOWED_TARGETS, forbidden
-from vllm_evidence.adapters.metrics import MetricsObservation
-from vllm_evidence.adapters.models import ServedModels
-from vllm_evidence.adapters.outcome import (
+from vllm_evidence._adapters.metrics import MetricsObservation
+from vllm_evidence._adapters.models import ServedModels
+from vllm_evidence._adapters.outcome import (
     HttpError,
     NotFound,
     NotRequested,
@@ -32,13 +32,13 @@ from vllm_evidence.adapters.outcome import (
     Unparsed,
     Unreachable,
 )
-from vllm_evidence.adapters.server_info import ServerInfo
-from vllm_evidence.adapters.version import SelfReportedVersion
-from vllm_evidence.adapters.world_size import WorldSizeProduct
-from vllm_evidence.capture._wire import ProbeClient
-from vllm_evidence.capture.batch import NOT_SENT_DETAILS, CaptureBatch, ExchangeRole, Transport
-from vllm_evidence.capture.directory import save
-from vllm_evidence.capture.http import (
+from vllm_evidence._adapters.server_info import ServerInfo
+from vllm_evidence._adapters.version import SelfReportedVersion
+from vllm_evidence._adapters.world_size import WorldSizeProduct
+from vllm_evidence._capture._wire import ProbeClient
+from vllm_evidence._capture.batch import NOT_SENT_DETAILS, CaptureBatch, ExchangeRole, Transport
+from vllm_evidence._capture.directory import save
+from vllm_evidence._capture.http import (
     ProbeSession,
     ProbeSettings,
     _RouteClient,
@@ -46,12 +46,12 @@ from vllm_evidence.capture.http import (
     probe,
     probe_sync,
 )
+from vllm_evidence._readback import CapturedReadback, readback_from_batch
 from vllm_evidence.cli import main
 from vllm_evidence.decisions import JoinedIncarnation, JoinReason, JoinUnestablished
 from vllm_evidence.errors import InputError
-from vllm_evidence.readback import CapturedReadback, readback_from_batch
-from vllm_evidence.testing.stub import Fault, StubRequest, serve_capture
-from vllm_evidence.upstream.routes import PROBE_ROUTES, Route
+from vllm_evidence.testing._stub import Fault, StubRequest, serve_capture
+from vllm_evidence.upstream._routes import PROBE_ROUTES, Route
 
 DEV_ROUTES = (Route.SERVER_INFO, Route.SERVER_INFO_JSON, Route.GET_WORLD_SIZE)
 
@@ -579,7 +579,7 @@ def test_a_request_never_sent_has_no_request_line() -> None:
 
 
 def test_request_lines_survive_saving_and_loading(tmp_path: Path) -> None:
-    from vllm_evidence.readback import load
+    from vllm_evidence._readback import load
 
     with serve_capture(REAL) as door:
         batch = probe_sync(door.url)
@@ -614,7 +614,7 @@ def patient_reuse(monkeypatch: pytest.MonkeyPatch) -> None:
     """A reused connection waits 30 s (not 1 s) for its first byte before the request is
     sent again: on a loaded machine a stub thread can take a second to answer, and a
     request sent twice reads the same answer but another detail and request log."""
-    from vllm_evidence.capture import _wire
+    from vllm_evidence._capture import _wire
 
     monkeypatch.setattr(_wire, "REUSE_SILENCE_S", 30.0)
 
@@ -654,7 +654,7 @@ def test_a_probe_holds_at_most_connections_per_probe_sockets_at_once(
     """What the fleet's open-file arithmetic rests on: one probe never has more than
     CONNECTIONS_PER_PROBE connections open at once (with every route, exactly that
     many while the routes between the two /metrics reads are in flight)."""
-    from vllm_evidence.capture.http import CONNECTIONS_PER_PROBE
+    from vllm_evidence._capture.http import CONNECTIONS_PER_PROBE
 
     open_now = most = 0
 

@@ -1,4 +1,4 @@
-"""The probe's HTTP/1.1 response reader (``capture/_http11.py``) against h11.
+"""The probe's HTTP/1.1 response reader (``_capture/_http11.py``) against h11.
 
 h11 is the reader the probe used before (and httpcore uses): on generated answers —
 valid and damaged heads, every framing, informational answers, obsolete folding, bare
@@ -16,7 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from vllm_evidence.capture._http11 import (
+from vllm_evidence._capture._http11 import (
     MAX_INFORMATIONAL,
     ProtocolError,
     RemoteProtocolError,

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from vllm_evidence.adapters.startup_log import (
+from vllm_evidence._adapters.startup_log import (
     KEYWORDS,
     KEYWORDS_BYTES_RE,
     LogReadFailure,
@@ -21,7 +21,7 @@ from vllm_evidence.adapters.startup_log import (
     keyword_line_starts,
     read_startup_log,
 )
-from vllm_evidence.capture.log import BLOCK_BYTES, LineRules
+from vllm_evidence._capture.log import BLOCK_BYTES, LineRules
 
 _PIECES = [k.encode() for k in KEYWORDS] + [
     b"\n",
@@ -109,7 +109,7 @@ def test_serving_lines_are_never_decoded(line: bytes) -> None:
 
 
 def test_keywords_are_non_empty_and_hold_no_newline() -> None:
-    from vllm_evidence.capture.log import KeywordScan
+    from vllm_evidence._capture.log import KeywordScan
 
     for bad in ([], [b""], [b"a\nb"]):
         with pytest.raises(ValueError, match="non-empty"):
@@ -169,7 +169,7 @@ def test_runs_keep_exactly_the_lines_of_whole_blocks(
 ) -> None:
     # Runs are cut without copying a block: the lines kept, their numbers and the
     # keyword lines found are those of cutting each block at its last newline.
-    import vllm_evidence.capture.log as capture_log
+    import vllm_evidence._capture.log as capture_log
 
     data = b"".join(pieces)
     with pytest.MonkeyPatch.context() as mp:
@@ -193,7 +193,7 @@ def test_runs_keep_exactly_the_lines_of_whole_blocks(
 
 
 def _rules() -> LineRules:
-    from vllm_evidence.adapters.startup_log.reader import _RULES
+    from vllm_evidence._adapters.startup_log.reader import _RULES
 
     return _RULES
 

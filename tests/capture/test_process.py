@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from prometheus_client import utils as prometheus_utils
 from prometheus_client.process_collector import ProcessCollector
 
-from vllm_evidence.capture.process import go_float, process_start_time, scrub_argv
+from vllm_evidence._capture.process import go_float, process_start_time, scrub_argv
 
 LINUX_PROC = Path("/proc/self/stat").exists()
 

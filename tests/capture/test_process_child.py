@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from vllm_evidence.capture.process import (
+from vllm_evidence._capture.process import (
     FORWARDED,
     PARENT_DEATH_SIGNAL,
     ChildStarted,

@@ -22,10 +22,10 @@ import pytest
 from tests._paths import REAL
 from tests.capture._tls import make_certificate, with_tls_server
 from tests.hostile._server import hostile_server, real_reply, response
-from vllm_evidence.capture.batch import CaptureBatch, Transport
-from vllm_evidence.capture.http import ProbeSession, ProbeSettings, probe, probe_sync
+from vllm_evidence._capture.batch import CaptureBatch, Transport
+from vllm_evidence._capture.http import ProbeSession, ProbeSettings, probe, probe_sync
 from vllm_evidence.errors import InputError
-from vllm_evidence.testing.stub import StubRequest, observe_requests, serve_capture
+from vllm_evidence.testing._stub import StubRequest, observe_requests, serve_capture
 
 SECRET = "tenant-secret-8d1f"  # noqa: S105 - a test value
 

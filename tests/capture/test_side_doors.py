@@ -37,10 +37,10 @@ from tests._ports import nothing_listening
 from tests.capture._tls import make_certificate, with_tls_server
 from tests.hostile._server import HostileServer, hostile_server, real_reply
 from vllm_evidence import Claim, assess, claim_established, readback_from_batch
-from vllm_evidence.capture.batch import CaptureBatch, CaptureOrigin, Transport
-from vllm_evidence.capture.http import BodyBudget, ProbeSession, ProbeSettings, probe, probe_sync
+from vllm_evidence._capture.batch import CaptureBatch, CaptureOrigin, Transport
+from vllm_evidence._capture.http import BodyBudget, ProbeSession, ProbeSettings, probe, probe_sync
 from vllm_evidence.errors import InputError
-from vllm_evidence.testing.stub import serve_capture
+from vllm_evidence.testing._stub import serve_capture
 
 CLAIMS: tuple[Claim, ...] = get_args(Claim)
 

@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec, ed25519, rsa
 
 from tests._signing import pem_text
-from vllm_evidence.capture.signing import (
+from vllm_evidence._capture.signing import (
     MAX_KEY_FILE_BYTES,
     SigningKey,
     VerificationKey,

@@ -3,7 +3,7 @@
 Every URL :func:`clean_target` accepts names one ``(scheme, host, port)`` under every
 parser (``urllib.parse``, ``httpx.URL`` and the WHATWG reading of
 :mod:`tests.capture._url_readings`), and that is the address the probe connects to
-(:func:`~vllm_evidence.capture._wire.server_address` of the cleaned target).  The
+(:func:`~vllm_evidence._capture._wire.server_address` of the cleaned target).  The
 classic URL-confusion set is refused, and for each one the three readings, written here
 by hand, show the disagreement it would have let through.  The generated version of the
 same property is ``tests/hostile/test_url_confusion.py``.
@@ -16,8 +16,8 @@ import re
 import pytest
 
 from tests.capture._url_readings import Reading, readings
-from vllm_evidence.capture._target import clean_target
-from vllm_evidence.capture._wire import server_address
+from vllm_evidence._capture._target import clean_target
+from vllm_evidence._capture._wire import server_address
 from vllm_evidence.errors import InputError
 
 #: Accepted URLs and their cleaned form, written by hand.

@@ -19,15 +19,15 @@ import pytest
 
 from tests._paths import REAL
 from tests._reseal import reseal
-from vllm_evidence.assessment import assess
-from vllm_evidence.capture.batch import CaptureBatch, ExchangeRole
-from vllm_evidence.capture.directory import read, save
-from vllm_evidence.capture.http import ProbeSession, probe, probe_sync
+from vllm_evidence._assessment import assess
+from vllm_evidence._capture.batch import CaptureBatch, ExchangeRole
+from vllm_evidence._capture.directory import read, save
+from vllm_evidence._capture.http import ProbeSession, probe, probe_sync
+from vllm_evidence._readback import CapturedReadback, load, readback_from_batch
+from vllm_evidence._rederive import dumps, loads
 from vllm_evidence.errors import InputError
-from vllm_evidence.readback import CapturedReadback, load, readback_from_batch
-from vllm_evidence.rederive import dumps, loads
-from vllm_evidence.testing.stub import serve_capture
-from vllm_evidence.upstream.routes import Route
+from vllm_evidence.testing._stub import serve_capture
+from vllm_evidence.upstream._routes import Route
 
 METRICS_BODY = (REAL / "metrics.body").read_bytes()
 

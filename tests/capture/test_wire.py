@@ -1,4 +1,4 @@
-"""The probe's own HTTP/1.1 connections (``capture/_wire.py``) against scripted servers.
+"""The probe's own HTTP/1.1 connections (``_capture/_wire.py``) against scripted servers.
 
 Each server here is a raw asyncio server whose answers are written byte for byte, so
 what the client does with each framing (length, chunks, until close), with a kept-alive
@@ -15,8 +15,8 @@ from typing import TypeVar
 
 import pytest
 
-from vllm_evidence.capture._http11 import RemoteProtocolError
-from vllm_evidence.capture._wire import (
+from vllm_evidence._capture._http11 import RemoteProtocolError
+from vllm_evidence._capture._wire import (
     MAX_HEAD_BYTES,
     LocalProtocolError,
     ProbeClient,
@@ -644,7 +644,7 @@ def certificate(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, str]:
 
 def _tls_probe(certificate: tuple[str, str], verify: bool | str) -> list[tuple[str, str]]:
     """Probe a TLS server answering 404 to everything: ``(route, transport + detail)``."""
-    from vllm_evidence.capture.http import probe
+    from vllm_evidence._capture.http import probe
 
     cert, key = certificate
     server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)

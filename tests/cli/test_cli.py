@@ -16,8 +16,8 @@ import pytest
 from tests._evidence import LAUNCHER_KEY, log_port, real_log, receipt_file, receipt_for
 from tests._paths import REAL
 from tests._ports import nothing_listening, serve_on_port
-from vllm_evidence.testing.stub import Fault, serve_capture
-from vllm_evidence.upstream.routes import Route
+from vllm_evidence.testing._stub import Fault, serve_capture
+from vllm_evidence.upstream._routes import Route
 
 SECRET = "sk-test-4d1c0ffee-do-not-print"  # noqa: S105  # a test key, asserted absent
 

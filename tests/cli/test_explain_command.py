@@ -14,10 +14,10 @@ from tests._paths import REAL
 from tests._ports import serve_on_port
 from tests._signing import CAPTURE_KEY, pem_text
 from tests.adapters.test_metrics import REAL_CACHE_CONFIG_LABELS
-from vllm_evidence.capture.directory import save
-from vllm_evidence.capture.http import probe_sync
+from vllm_evidence._capture.directory import save
+from vllm_evidence._capture.http import probe_sync
 from vllm_evidence.cli import main
-from vllm_evidence.testing.stub import serve_capture
+from vllm_evidence.testing._stub import serve_capture
 
 
 def test_explain_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
@@ -91,7 +91,7 @@ def witnessed_save(tmp_path: Path) -> tuple[Path, Path]:
     """The real capture served on its log's port, probed and saved signed; the receipt
     of its launch (the start time that front door serves)."""
     from tests._evidence import log_port, real_log, receipt_file, receipt_for
-    from vllm_evidence.capture.batch import CaptureOrigin
+    from vllm_evidence._capture.batch import CaptureOrigin
 
     log = real_log()
     with serve_on_port(REAL, port=log_port(log)) as door:

@@ -19,8 +19,8 @@ import pytest
 
 from tests._ports import nothing_listening
 from tests.hostile._server import hostile_server, response
+from vllm_evidence._capture.http import BodyBudget
 from vllm_evidence._cli._fleet import MIB, _budget, _Fleet
-from vllm_evidence.capture.http import BodyBudget
 from vllm_evidence.cli import build_parser
 
 #: Every route's answer: 2 MiB, cheap to parse.

@@ -19,8 +19,8 @@ from tests._evidence import LAUNCHER_KEY, receipt_document_for
 from tests._paths import REAL
 from tests._ports import serve_on_port
 from tests._signing import pem_text
-from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
-from vllm_evidence.capture.directory import read_capture
+from vllm_evidence._adapters.startup_log import StartupLog, read_startup_log
+from vllm_evidence._capture.directory import read_capture
 from vllm_evidence.testing import serve_capture
 
 #: The recorded server's start time (its /metrics) and the port its log names.

@@ -14,7 +14,7 @@ import sys
 from contextlib import ExitStack
 
 from tests._paths import REAL
-from vllm_evidence.testing.stub import serve_capture
+from vllm_evidence.testing._stub import serve_capture
 
 
 def _env(**extra: str) -> dict[str, str]:

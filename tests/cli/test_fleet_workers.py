@@ -23,6 +23,8 @@ import pytest
 from tests._paths import REAL
 from tests._ports import nothing_listening
 from tests.hostile._server import hostile_server, response
+from vllm_evidence._assessment import assess
+from vllm_evidence._capture.http import BodyBudget, probe_sync
 from vllm_evidence._cli import _fleet
 from vllm_evidence._cli._fleet import (
     _OUT_OF_BAND,
@@ -35,11 +37,9 @@ from vllm_evidence._cli._fleet import (
     _WorkerGoneError,
     fork_workers,
 )
-from vllm_evidence.assessment import assess
-from vllm_evidence.capture.http import BodyBudget, probe_sync
+from vllm_evidence._output.assessment import assessment_document
+from vllm_evidence._readback import readback_from_batch
 from vllm_evidence.cli import build_parser
-from vllm_evidence.output.assessment import assessment_document
-from vllm_evidence.readback import readback_from_batch
 from vllm_evidence.testing import serve_capture
 
 

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from vllm_evidence.adapters.receipt import read_launch_receipt
-from vllm_evidence.capture.process import process_start_time
+from vllm_evidence._adapters.receipt import read_launch_receipt
+from vllm_evidence._capture.process import process_start_time
+from vllm_evidence._launch import launch
 from vllm_evidence.errors import InputError
-from vllm_evidence.launch import launch
 from vllm_evidence.serialize import schema
 
 CLI = [sys.executable, "-m", "vllm_evidence", "launch"]

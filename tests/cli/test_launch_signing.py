@@ -19,10 +19,10 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from tests._signing import key_files, pem_text
-from vllm_evidence.adapters.receipt import ReceiptAuthentication, read_launch_receipt
-from vllm_evidence.capture.signing import SigningKey, read_verification_key
+from vllm_evidence._adapters.receipt import ReceiptAuthentication, read_launch_receipt
+from vllm_evidence._capture.signing import SigningKey, read_verification_key
+from vllm_evidence._launch import launch
 from vllm_evidence.errors import InputError
-from vllm_evidence.launch import launch
 from vllm_evidence.serialize import schema
 
 CLI = [sys.executable, "-m", "vllm_evidence", "launch"]

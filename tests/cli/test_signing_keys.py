@@ -18,14 +18,14 @@ from pathlib import Path
 import pytest
 
 from tests._signing import CAPTURE_KEY, OTHER_CAPTURE_KEY, legacy_hmac_capture, pem_text
-from vllm_evidence.assessment import assess
-from vllm_evidence.capture._signing import MIN_KEY_BYTES, check_key, environment_key, key_id
-from vllm_evidence.capture.directory import read_capture, save
-from vllm_evidence.capture.http import probe_sync
+from vllm_evidence._assessment import assess
+from vllm_evidence._capture._signing import MIN_KEY_BYTES, check_key, environment_key, key_id
+from vllm_evidence._capture.directory import read_capture, save
+from vllm_evidence._capture.http import probe_sync
+from vllm_evidence._readback import readback_from_batch
+from vllm_evidence._rederive import dumps, loads
 from vllm_evidence.cli import main
 from vllm_evidence.errors import InputError
-from vllm_evidence.readback import readback_from_batch
-from vllm_evidence.rederive import dumps, loads
 
 VAR = "VLLM_EVIDENCE_SIGNING_KEY_UNDER_TEST"
 SHORT = "s3cr3t-of-31-bytes-000000000000"  # one byte short

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests._paths import REAL
-from vllm_evidence.testing.stub import serve_capture
+from vllm_evidence.testing._stub import serve_capture
 
 #: Runs the CLI, then writes the names of the loaded modules to stderr as its last line.
 RUN_AND_LIST = """
@@ -46,7 +46,7 @@ def saved(tmp_path_factory: pytest.TempPathFactory) -> Path:
         modules = _modules("probe", door.url, "--save", str(directory), "--json")
     # The probe itself does load its client (its own connections and reader: no h11,
     # no httpx stack): the listing sees what a command loads.
-    assert {"asyncio", "vllm_evidence.capture._http11"} <= modules
+    assert {"asyncio", "vllm_evidence._capture._http11"} <= modules
     assert not modules & {"httpx", "httpcore", "anyio", "h11"}
     return directory
 
@@ -56,7 +56,7 @@ def test_explaining_a_saved_directory_loads_no_http_client_or_event_loop(
     saved: Path, extra: list[str]
 ) -> None:
     modules = _modules("explain", str(saved), *extra)
-    assert "vllm_evidence.readback" in modules  # it did read the capture
+    assert "vllm_evidence._readback" in modules  # it did read the capture
     assert not modules & set(NETWORK), sorted(modules & set(NETWORK))
 
 
@@ -93,14 +93,14 @@ def test_a_probe_without_a_log_or_a_save_loads_no_log_grammar_or_file_code() -> 
         fleet = _modules("probe", a.url, b.url, "--json")
         with_log = _modules("probe", a.url, "--startup-log", str(REAL / "startup.log"))
     unneeded = {
-        "vllm_evidence.adapters.startup_log._grammar",
-        "vllm_evidence.adapters.startup_log.reader",
-        "vllm_evidence.capture.log",
-        "vllm_evidence.capture.directory",
-        "vllm_evidence.capture.process",
+        "vllm_evidence._adapters.startup_log._grammar",
+        "vllm_evidence._adapters.startup_log.reader",
+        "vllm_evidence._capture.log",
+        "vllm_evidence._capture.directory",
+        "vllm_evidence._capture.process",
     }
-    assert "vllm_evidence.adapters.startup_log" in fleet  # the types
+    assert "vllm_evidence._adapters.startup_log" in fleet  # the types
     assert not fleet & unneeded, sorted(fleet & unneeded)
-    assert {"vllm_evidence.adapters.startup_log._grammar", "vllm_evidence.capture.log"} <= (
+    assert {"vllm_evidence._adapters.startup_log._grammar", "vllm_evidence._capture.log"} <= (
         with_log
     )

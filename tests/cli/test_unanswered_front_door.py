@@ -26,11 +26,11 @@ from tests._cli import run_cli
 from tests._paths import REAL
 from tests._ports import nothing_listening
 from vllm_evidence import assess, probe_sync, readback_from_batch
+from vllm_evidence._output.assessment import assessment_document
 from vllm_evidence.cli import main
-from vllm_evidence.output.assessment import assessment_document
 from vllm_evidence.serialize import schema
-from vllm_evidence.testing.stub import Fault, serve_capture
-from vllm_evidence.upstream.routes import Route
+from vllm_evidence.testing._stub import Fault, serve_capture
+from vllm_evidence.upstream._routes import Route
 
 #: The decisions about the serving process: each refuses a front door that gave nothing.
 SERVING = ("parallel", "capacity", "served_identity", "health_coverage")

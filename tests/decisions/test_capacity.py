@@ -25,9 +25,10 @@ from tests._evidence import (
 from tests._paths import REAL
 from tests.decisions._wording import OUTSIDE_99, RESTARTED, RESTARTED_REMEDY
 from tests.decisions._wording import says as _says
-from vllm_evidence.adapters.outcome import Unparsed
-from vllm_evidence.adapters.startup_log import StartupLog
-from vllm_evidence.assessment import assess
+from vllm_evidence._adapters.outcome import Unparsed
+from vllm_evidence._adapters.startup_log import StartupLog
+from vllm_evidence._assessment import assess
+from vllm_evidence._readback import CapturedReadback, HistoricalBundle, load
 from vllm_evidence.decisions import (
     CapacityDecision,
     CapacityEstablished,
@@ -36,8 +37,7 @@ from vllm_evidence.decisions import (
     CapacityReported,
     LogJoinReason,
 )
-from vllm_evidence.readback import CapturedReadback, HistoricalBundle, load
-from vllm_evidence.testing.stub import Fault
+from vllm_evidence.testing._stub import Fault
 from vllm_evidence.upstream import (
     CapacityLaw,
     CapacitySource,
@@ -203,7 +203,7 @@ def test_0_10_log_lines_are_per_worker_before_reduction() -> None:
 
 def test_the_public_0_10_1_1_tp2_log_is_reported_per_worker() -> None:
     from tests._paths import PUBLIC
-    from vllm_evidence.adapters.startup_log import read_startup_log
+    from vllm_evidence._adapters.startup_log import read_startup_log
 
     read = read_startup_log(
         PUBLIC / "startup-log" / "dennislee22-v0.10.1.1-qwen2-7b-tp2-mp-vllmworker.txt"

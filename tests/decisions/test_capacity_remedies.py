@@ -2,7 +2,7 @@
 a problem that is never gathered (issue 29: ``front_door_restarted`` had one, although
 the serving gate refuses a restarted front door before the capacity decision runs).
 
-Read from the source of ``decisions/capacity.py``'s ``_decide``: the reasons its
+Read from the source of ``decisions/_capacity.py``'s ``_decide``: the reasons its
 ``problems.append`` calls name, and the keys of its ``remedies`` table.
 """
 
@@ -14,7 +14,8 @@ import inspect
 from tests._evidence import probe_stub
 from tests.decisions._wording import RESTARTED_REMEDY
 from vllm_evidence import assess
-from vllm_evidence.decisions import CapacityReason, CapacityRefused, capacity
+from vllm_evidence.decisions import CapacityReason, CapacityRefused
+from vllm_evidence.decisions import _capacity as capacity
 
 
 def _reason(node: ast.expr) -> str | None:

@@ -23,18 +23,18 @@ from tests._evidence import (
 from tests._paths import REAL, public_capture
 from tests.decisions._wording import OUTSIDE_99, RESTARTED, RESTARTED_REMEDY
 from tests.decisions._wording import says as _says
-from vllm_evidence.adapters.startup_log import StartupLog
-from vllm_evidence.assessment import assess
+from vllm_evidence._adapters.startup_log import StartupLog
+from vllm_evidence._assessment import assess
+from vllm_evidence._output.assessment import assessment_document
+from vllm_evidence._readback import CapturedReadback, HistoricalBundle
 from vllm_evidence.decisions import (
     Derivation,
     IdentityReason,
     ServedIdentityEstablished,
     ServedIdentityRefused,
 )
-from vllm_evidence.decisions.identity import derivation
-from vllm_evidence.output.assessment import assessment_document
-from vllm_evidence.readback import CapturedReadback, HistoricalBundle
-from vllm_evidence.testing.stub import Fault, serve_capture
+from vllm_evidence.decisions._identity import derivation
+from vllm_evidence.testing._stub import Fault, serve_capture
 from vllm_evidence.upstream import (
     ModelCardLaw,
     Route,

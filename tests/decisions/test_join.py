@@ -14,14 +14,14 @@ from tests._evidence import (
 )
 from tests._paths import REAL
 from tests.decisions._wording import says as _says
-from vllm_evidence.assessment import assess
+from vllm_evidence._assessment import assess
+from vllm_evidence._readback import load
 from vllm_evidence.decisions import (
     JoinedIncarnation,
     JoinReason,
     JoinUnestablished,
 )
-from vllm_evidence.readback import load
-from vllm_evidence.testing.stub import Fault
+from vllm_evidence.testing._stub import Fault
 from vllm_evidence.upstream import (
     IncarnationMarkerLaw,
     Route,
@@ -157,9 +157,9 @@ def test_join_without_a_front_door() -> None:
 
 
 def _join_of(metrics_sequence: list[bytes]) -> JoinUnestablished:
-    from vllm_evidence.capture.http import probe_sync
-    from vllm_evidence.readback import readback_from_batch
-    from vllm_evidence.testing.stub import serve_capture
+    from vllm_evidence._capture.http import probe_sync
+    from vllm_evidence._readback import readback_from_batch
+    from vllm_evidence.testing._stub import serve_capture
 
     with serve_capture(REAL, metrics_sequence=metrics_sequence) as door:
         readback = readback_from_batch(probe_sync(door.url))

@@ -30,7 +30,8 @@ from tests._evidence import (
 )
 from tests.adapters.startup_log.test_life import DEAD, FATAL, SERVING, STOP, WORKER_KILLED
 from vllm_evidence import assess
-from vllm_evidence.assessment import Assessment
+from vllm_evidence._assessment import Assessment
+from vllm_evidence._readback.evidence import Subject
 from vllm_evidence.decisions import (
     CapacityEstablished,
     CapacityReason,
@@ -41,7 +42,6 @@ from vllm_evidence.decisions import (
     ParallelReason,
     ServedIdentityEstablished,
 )
-from vllm_evidence.readback.evidence import Subject
 from vllm_evidence.upstream import Route
 
 ARGS = (

@@ -20,10 +20,11 @@ from tests._evidence import HEALTHY, bundle, log, receipt_for, version_body, wit
 from tests.adapters.startup_log.test_life import WORKER_KILLED
 from tests.decisions.test_life import HEAD, MODELS
 from vllm_evidence import assess
-from vllm_evidence.adapters.process_tree import ProcessTree, observe_process_tree
-from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
-from vllm_evidence.assessment import Assessment
-from vllm_evidence.capture.proc import read_proc
+from vllm_evidence._adapters.process_tree import ProcessTree, observe_process_tree
+from vllm_evidence._adapters.startup_log import StartupLog, read_startup_log
+from vllm_evidence._assessment import Assessment
+from vllm_evidence._capture.proc import read_proc
+from vllm_evidence._readback.evidence import Subject
 from vllm_evidence.decisions import (
     CapacityEstablished,
     CapacityReason,
@@ -35,7 +36,6 @@ from vllm_evidence.decisions import (
     ServedIdentityEstablished,
 )
 from vllm_evidence.errors import MisuseError
-from vllm_evidence.readback.evidence import Subject
 
 API, ENGINE, RANK0, RANK1 = 100, 200, 300, 301
 PARENTS = {API: 1, ENGINE: API, RANK0: ENGINE, RANK1: ENGINE}
@@ -217,8 +217,8 @@ def test_an_assessment_with_a_tree_is_not_written_as_evidence(tmp_path: Path) ->
     """The evidence document carries bytes; the tree was read from /proc and is not in it,
     so writing it would lose what ended a claim: refused in one line.  Without a tree the
     same assessment is written."""
+    from vllm_evidence._rederive import dumps
     from vllm_evidence.errors import InputError
-    from vllm_evidence.rederive import dumps
 
     path = tmp_path / "vllm.log"
     path.write_text(HEAD, encoding="utf-8")

@@ -32,10 +32,11 @@ from tests._evidence import (
     version_body,
     witnessed_door,
 )
-from vllm_evidence.adapters.receipt import parse_launch_receipt
-from vllm_evidence.adapters.startup_log import StartupLog
-from vllm_evidence.assessment import Assessment, assess
-from vllm_evidence.capture.generated import _answered_batch
+from vllm_evidence._adapters.receipt import parse_launch_receipt
+from vllm_evidence._adapters.startup_log import StartupLog
+from vllm_evidence._assessment import Assessment, assess
+from vllm_evidence._capture.generated import _answered_batch
+from vllm_evidence._readback import readback_from_batch
 from vllm_evidence.decisions import (
     LogJoined,
     LogJoinReason,
@@ -45,8 +46,7 @@ from vllm_evidence.decisions import (
     Subject,
 )
 from vllm_evidence.errors import InputError
-from vllm_evidence.readback import readback_from_batch
-from vllm_evidence.testing.stub import Fault
+from vllm_evidence.testing._stub import Fault
 from vllm_evidence.upstream import Route
 
 TP1 = banner("0.32.0") + engine_init(tp=1) + rank_line(0, 1)

@@ -27,7 +27,7 @@ from tests._evidence import (
     version_body,
     witnessed_door,
 )
-from vllm_evidence.adapters.receipt import (
+from vllm_evidence._adapters.receipt import (
     RECEIPT_SCHEMA,
     LaunchReceipt,
     LogWriteFailureRecord,
@@ -35,8 +35,9 @@ from vllm_evidence.adapters.receipt import (
     parse_launch_receipt,
     signed_receipt_document,
 )
-from vllm_evidence.adapters.startup_log import StartupLog
-from vllm_evidence.assessment import assess
+from vllm_evidence._adapters.startup_log import StartupLog
+from vllm_evidence._assessment import assess
+from vllm_evidence._readback.front_door import CapturedReadback
 from vllm_evidence.decisions import (
     LogJoined,
     LogJoinReason,
@@ -44,7 +45,6 @@ from vllm_evidence.decisions import (
     ParallelReason,
     Subject,
 )
-from vllm_evidence.readback.front_door import CapturedReadback
 
 TP1 = banner("0.32.0") + engine_init(tp=1) + rank_line(0, 1)
 DOOR = bundle(version_body("0.32.0"), server_info_json(tp=1), HEALTHY)

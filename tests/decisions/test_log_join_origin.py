@@ -22,18 +22,18 @@ from tests._evidence import LAUNCHER_KEY, OTHER_LAUNCHER_KEY, log_port, real_log
 from tests._paths import REAL
 from tests._ports import serve_on_port
 from tests._signing import CAPTURE_KEY
-from vllm_evidence.adapters.outcome import Parsed
-from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
-from vllm_evidence.assessment import Assessment, assess
-from vllm_evidence.capture.batch import CaptureOrigin
-from vllm_evidence.capture.directory import save
-from vllm_evidence.capture.http import probe_sync
+from vllm_evidence._adapters.outcome import Parsed
+from vllm_evidence._adapters.startup_log import StartupLog, read_startup_log
+from vllm_evidence._assessment import Assessment, assess
+from vllm_evidence._capture.batch import CaptureOrigin
+from vllm_evidence._capture.directory import save
+from vllm_evidence._capture.http import probe_sync
+from vllm_evidence._output.report import render_report
+from vllm_evidence._readback import CapturedReadback, load, readback_from_batch
+from vllm_evidence._rederive import dumps, loads
 from vllm_evidence.decisions import LogJoined, LogJoinReason, LogJoinRefused
 from vllm_evidence.errors import EvidenceMismatchError, InputError
-from vllm_evidence.output.report import render_report
-from vllm_evidence.readback import CapturedReadback, load, readback_from_batch
-from vllm_evidence.rederive import dumps, loads
-from vllm_evidence.testing.strategies import GeneratedServer, launcher_verification_key, servers
+from vllm_evidence.testing._strategies import GeneratedServer, launcher_verification_key, servers
 
 KEY = b"orchestrator-key-of-32-bytes-000"  # the shortest a key may be: 32 bytes
 

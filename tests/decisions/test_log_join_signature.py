@@ -41,8 +41,8 @@ from tests._evidence import (
 )
 from tests._paths import CAPTURES
 from tests._ports import serve_on_port
-from vllm_evidence.adapters.outcome import Parsed
-from vllm_evidence.adapters.receipt import (
+from vllm_evidence._adapters.outcome import Parsed
+from vllm_evidence._adapters.receipt import (
     LaunchReceipt,
     ReceiptAuthentication,
     ReceiptRecord,
@@ -50,13 +50,13 @@ from vllm_evidence.adapters.receipt import (
     parse_launch_receipt,
     read_launch_receipt,
 )
-from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
-from vllm_evidence.assessment import Assessment, Subject, assess, claim_established
-from vllm_evidence.capture.http import probe_sync
-from vllm_evidence.capture.signing import SigningKey, VerificationKey
+from vllm_evidence._adapters.startup_log import StartupLog, read_startup_log
+from vllm_evidence._assessment import Assessment, Subject, assess, claim_established
+from vllm_evidence._capture.http import probe_sync
+from vllm_evidence._capture.signing import SigningKey, VerificationKey
+from vllm_evidence._readback import CapturedReadback, readback_from_batch
 from vllm_evidence.decisions import LogJoined, LogJoinReason, LogJoinRefused
-from vllm_evidence.readback import CapturedReadback, readback_from_batch
-from vllm_evidence.testing.strategies import GeneratedServer, mixed_builds, servers
+from vllm_evidence.testing._strategies import GeneratedServer, mixed_builds, servers
 
 TP1 = banner("0.32.0") + engine_init(tp=1) + rank_line(0, 1)
 DOOR = bundle(version_body("0.32.0"), server_info_json(tp=1), HEALTHY)

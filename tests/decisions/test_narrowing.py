@@ -1,7 +1,7 @@
 """``is_established`` / ``is_refused`` / ``is_reported``: each is true for its arm only.
 
 The oracle is the arm's verdict as the assessment's own table gives it
-(:func:`vllm_evidence.assessment.verdict`), over the kit's drawn assessments and over
+(:func:`vllm_evidence._assessment.verdict`), over the kit's drawn assessments and over
 a real recorded one whose arms are known (vLLM 0.32.0 ``tp1-devmode``, front door only:
 capacity established, parallel and served identity refused).  What is no decision is a
 ``TypeError``, never a quiet ``False``.  The typing side (both branches narrowed) is
@@ -17,8 +17,8 @@ from hypothesis import HealthCheck, given, settings
 
 from tests._paths import REAL
 from vllm_evidence import Assessment, assess, readback_from_batch
-from vllm_evidence.assessment import claim_decisions, verdict
-from vllm_evidence.capture.http import probe_sync
+from vllm_evidence._assessment import claim_decisions, verdict
+from vllm_evidence._capture.http import probe_sync
 from vllm_evidence.decisions import (
     CapacityEstablished,
     ParallelRefused,
@@ -27,8 +27,8 @@ from vllm_evidence.decisions import (
     is_refused,
     is_reported,
 )
-from vllm_evidence.testing.strategies import assessments, servers
-from vllm_evidence.testing.stub import serve_capture
+from vllm_evidence.testing._strategies import assessments, servers
+from vllm_evidence.testing._stub import serve_capture
 
 
 def _arms(assessment: Assessment) -> None:

@@ -23,15 +23,15 @@ from tests._evidence import (
 from tests._paths import REAL
 from tests.decisions._wording import OUTSIDE_99, RESTARTED, RESTARTED_REMEDY
 from tests.decisions._wording import says as _says
-from vllm_evidence.adapters.startup_log import StartupLog
-from vllm_evidence.assessment import assess
+from vllm_evidence._adapters.startup_log import StartupLog
+from vllm_evidence._assessment import assess
+from vllm_evidence._readback import CapturedReadback, HistoricalBundle, load
 from vllm_evidence.decisions import (
     LogJoinReason,
     ParallelEstablished,
     ParallelReason,
     ParallelRefused,
 )
-from vllm_evidence.readback import CapturedReadback, HistoricalBundle, load
 from vllm_evidence.upstream import (
     LawNotEstablished,
     ParallelEvidenceLaw,

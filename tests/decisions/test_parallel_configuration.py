@@ -19,9 +19,8 @@ from tests._evidence import (
     server_info_json,
     version_body,
 )
-from vllm_evidence.adapters.startup_log import Launch, StartupLog
-from vllm_evidence.decisions import ParallelEstablished, ParallelReason, ParallelRefused
-from vllm_evidence.readback.parallel import (
+from vllm_evidence._adapters.startup_log import Launch, StartupLog
+from vllm_evidence._readback.parallel import (
     RankAttribution,
     ResolvedParallel,
     attribute,
@@ -32,6 +31,7 @@ from vllm_evidence.readback.parallel import (
     worker_tag_rank,
     worker_tags,
 )
+from vllm_evidence.decisions import ParallelEstablished, ParallelReason, ParallelRefused
 
 _MEM = "INFO 11-30 04:11:20 [gpu_worker.py:1] Available KV cache memory: 1.00 GiB\n"
 _CAP = "INFO 11-30 06:02:00 [kv_cache_utils.py:2032] GPU KV cache size: 2,097,152 tokens, "

@@ -36,7 +36,8 @@ from tests._evidence import (
 )
 from tests.decisions._wording import RESTARTED, RESTARTED_REMEDY, says
 from vllm_evidence import assess
-from vllm_evidence.assessment import Assessment
+from vllm_evidence._assessment import Assessment
+from vllm_evidence._readback import CapturedReadback
 from vllm_evidence.decisions import (
     CapacityEstablished,
     CapacityReason,
@@ -51,8 +52,7 @@ from vllm_evidence.decisions import (
     ServedIdentityRefused,
     Subject,
 )
-from vllm_evidence.readback import CapturedReadback
-from vllm_evidence.testing.stub import Fault
+from vllm_evidence.testing._stub import Fault
 from vllm_evidence.upstream import Route
 
 #: The log join's refusal for bodies a caller supplied (no bracketed batch).

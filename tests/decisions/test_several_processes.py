@@ -31,15 +31,16 @@ from tests._paths import REAL
 from tests._ports import serve_on_port
 from tests._reseal import reseal
 from tests._signing import CAPTURE_KEY
-from vllm_evidence.adapters.outcome import Parsed
-from vllm_evidence.adapters.receipt import LaunchReceipt
-from vllm_evidence.assessment import Assessment, assess
-from vllm_evidence.capture._signing import canonical
-from vllm_evidence.capture.batch import CaptureBatch, CaptureOrigin
-from vllm_evidence.capture.directory import save
-from vllm_evidence.capture.generated import _answered_batch
-from vllm_evidence.capture.http import probe_sync
-from vllm_evidence.capture.signing import SigningKey
+from vllm_evidence._adapters.outcome import Parsed
+from vllm_evidence._adapters.receipt import LaunchReceipt
+from vllm_evidence._assessment import Assessment, assess
+from vllm_evidence._capture._signing import canonical
+from vllm_evidence._capture.batch import CaptureBatch, CaptureOrigin
+from vllm_evidence._capture.directory import save
+from vllm_evidence._capture.generated import _answered_batch
+from vllm_evidence._capture.http import probe_sync
+from vllm_evidence._capture.signing import SigningKey
+from vllm_evidence._readback import CapturedReadback, load, readback_from_batch
 from vllm_evidence.cli import main
 from vllm_evidence.decisions import (
     JoinedIncarnation,
@@ -50,8 +51,7 @@ from vllm_evidence.decisions import (
     LogJoinRefused,
 )
 from vllm_evidence.errors import CaptureIntegrityError
-from vllm_evidence.readback import CapturedReadback, load, readback_from_batch
-from vllm_evidence.testing.stub import Fault, serve_capture
+from vllm_evidence.testing._stub import Fault, serve_capture
 from vllm_evidence.upstream import Route
 
 ROOT = Path(__file__).resolve().parents[2]

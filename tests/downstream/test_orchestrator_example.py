@@ -6,8 +6,7 @@ import tempfile
 
 from hypothesis import given, settings
 
-from vllm_evidence import Assessment, assess, probe_sync, readback_from_batch
-from vllm_evidence.adapters.outcome import Parsed
+from vllm_evidence import Assessment, Parsed, assess, probe_sync, readback_from_batch
 from vllm_evidence.decisions import JoinedIncarnation
 from vllm_evidence.testing import (
     CaptureDirectory,
@@ -18,7 +17,7 @@ from vllm_evidence.testing import (
     forbidden_requests,
     serve_capture,
 )
-from vllm_evidence.upstream.routes import Route
+from vllm_evidence.upstream import Route
 
 
 def may_take_traffic(assessment: Assessment) -> bool:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from vllm_evidence.adapters.process_tree import ProcessTree, observe_process_tree
-from vllm_evidence.adapters.startup_log import Launch, StartupLog, read_startup_log
-from vllm_evidence.assessment import Assessment, assess
-from vllm_evidence.capture.proc import read_proc
-from vllm_evidence.readback import CapturedReadback
+from vllm_evidence._adapters.process_tree import ProcessTree, observe_process_tree
+from vllm_evidence._adapters.startup_log import Launch, StartupLog, read_startup_log
+from vllm_evidence._assessment import Assessment, assess
+from vllm_evidence._capture.proc import read_proc
+from vllm_evidence._readback import CapturedReadback
 
 SCENARIO = (
     Path(__file__).resolve().parents[1]

@@ -30,9 +30,9 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from vllm_evidence.capture.process import process_start_time
-from vllm_evidence.testing.stub import Fault, serve_capture
-from vllm_evidence.upstream.routes import Route
+from vllm_evidence._capture.process import process_start_time
+from vllm_evidence.testing._stub import Fault, serve_capture
+from vllm_evidence.upstream._routes import Route
 
 SCENARIO = (
     Path(__file__).resolve().parents[1]

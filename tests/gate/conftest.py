@@ -10,8 +10,8 @@ import pytest
 
 from tests._evidence import assess_witnessed
 from tests.gate._proc import SCENARIO, recorded_launch
-from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
-from vllm_evidence.assessment import Assessment
+from vllm_evidence._adapters.startup_log import StartupLog, read_startup_log
+from vllm_evidence._assessment import Assessment
 
 
 def _log(path: Path) -> StartupLog:

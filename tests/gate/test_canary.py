@@ -15,27 +15,27 @@ import pytest
 
 from tests.gate._proc import SCENARIO
 from vllm_evidence import assess, probe
-from vllm_evidence.assessment import Assessment
-from vllm_evidence.capture.canary import CANARY_PROMPT, CanaryExchange, send_canary
-from vllm_evidence.errors import InputError, SealedTypeError
-from vllm_evidence.gate import Gate, GateTarget, TargetRound
-from vllm_evidence.gate.canary import (
+from vllm_evidence._assessment import Assessment
+from vllm_evidence._capture.canary import CANARY_PROMPT, CanaryExchange, send_canary
+from vllm_evidence._gate import Gate, GateTarget, TargetRound
+from vllm_evidence._gate.canary import (
     CanaryReason,
     CanaryResult,
     judge_canary,
     run_canary,
     served_base_model,
 )
-from vllm_evidence.gate.metrics import exposition, gate_registry
-from vllm_evidence.readback import readback_from_batch
-from vllm_evidence.testing.stub import (
+from vllm_evidence._gate.metrics import exposition, gate_registry
+from vllm_evidence._readback import readback_from_batch
+from vllm_evidence.errors import InputError, SealedTypeError
+from vllm_evidence.testing._stub import (
     COMPLETION_BODY,
     Fault,
     StubFrontDoor,
     forbidden_requests,
     serve_capture,
 )
-from vllm_evidence.upstream.routes import Route
+from vllm_evidence.upstream._routes import Route
 
 _ZERO_TOKENS = b'{"choices":[{"text":""}],"usage":{"completion_tokens":0}}'
 _TRUE_TOKENS = b'{"choices":[{"text":" a"}],"usage":{"completion_tokens":true}}'
@@ -303,7 +303,7 @@ def test_the_generation_claim_is_a_metric() -> None:
 def test_the_request_guard_excuses_only_the_marked_canary() -> None:
     """A POST to the completions route without the canary's mark (a probe gone wrong)
     is still forbidden, and so is a marked request to any other route."""
-    from vllm_evidence.testing.stub import StubRequest
+    from vllm_evidence.testing._stub import StubRequest
 
     mark = (("x-vllm-evidence-canary", "1"),)
     unmarked = StubRequest("POST", "/v1/completions", ())
@@ -315,7 +315,7 @@ def test_the_request_guard_excuses_only_the_marked_canary() -> None:
 
 
 def test_ready_names_this_rounds_canary() -> None:
-    from vllm_evidence.gate.documents import ready_document
+    from vllm_evidence._gate.documents import ready_document
 
     with serve_capture(SCENARIO, completion=Fault(status=500, body=b"{}")) as door:
         assessment, failed = _result(door)

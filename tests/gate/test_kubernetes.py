@@ -19,8 +19,8 @@ from kubernetes_validate.utils import (  # type: ignore[import-untyped]
     resources_from_file,
 )
 
+from vllm_evidence._gate.server import ROUTES
 from vllm_evidence.cli import build_parser
-from vllm_evidence.gate.server import ROUTES
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "kubernetes"
 CRD = Path(__file__).resolve().parent / "crd" / "podmonitors.monitoring.coreos.com.json"

@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 
 from tests.gate._proc import ENGINE_CORE, RANK1, SCENARIO, recorded_tree, write_stat
-from vllm_evidence.capture.process import ChildStarted, LogProgress, process_start_time
+from vllm_evidence._capture.process import ChildStarted, LogProgress, process_start_time
+from vllm_evidence._gate import Gate, GateLoop, GateTarget, TargetRound, parse_interval
+from vllm_evidence._gate.launcher import LaunchRounds, child_front_door
+from vllm_evidence._launch import LogReader, launch
 from vllm_evidence.errors import InputError
-from vllm_evidence.gate import Gate, GateLoop, GateTarget, TargetRound, parse_interval
-from vllm_evidence.gate.launcher import LaunchRounds, child_front_door
-from vllm_evidence.launch import LogReader, launch
-from vllm_evidence.testing.stub import serve_capture
+from vllm_evidence.testing._stub import serve_capture
 
 # -- the child's front door ----------------------------------------------------------------
 
@@ -365,7 +365,7 @@ def test_a_loop_whose_rounds_stopped_finishing_is_not_alive() -> None:
 
 
 def test_with_an_observer_a_receipt_given_is_written_too(tmp_path: Path) -> None:
-    from vllm_evidence.adapters.receipt import read_launch_receipt
+    from vllm_evidence._adapters.receipt import read_launch_receipt
 
     recorder = Recorder()
     receipt = tmp_path / "r.json"
@@ -388,7 +388,7 @@ def test_a_new_start_time_on_the_front_door_forgets_the_first_start_times(
     """Another process behind the front door (a new ``process_start_time_seconds``): its
     pids are new, so a pid running with another start time is not a pid reused; with
     the same start time it is."""
-    from vllm_evidence.adapters.process_tree import ProcessState
+    from vllm_evidence._adapters.process_tree import ProcessState
 
     recorded_tree(tmp_path / "proc")
     with serve_capture(SCENARIO) as door:
@@ -409,7 +409,7 @@ def test_a_new_start_time_on_the_front_door_forgets_the_first_start_times(
 
 @pytest.mark.parametrize("canary", [False, True])
 def test_a_round_sends_the_canary_once_and_only_when_asked(tmp_path: Path, canary: bool) -> None:
-    from vllm_evidence.testing.stub import Fault
+    from vllm_evidence.testing._stub import Fault
 
     recorded_tree(tmp_path / "proc")
     with serve_capture(SCENARIO, completion=Fault()) as door:

@@ -10,10 +10,10 @@ from hypothesis import strategies as st
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.gate._proc import target_of
+from vllm_evidence._assessment import Assessment
 from vllm_evidence._claims import CLAIMS
-from vllm_evidence.assessment import Assessment
-from vllm_evidence.gate import CLOSED_REASONS, Gate, GateTarget, TargetRound
-from vllm_evidence.gate.metrics import exposition, gate_registry, series_bound
+from vllm_evidence._gate import CLOSED_REASONS, Gate, GateTarget, TargetRound
+from vllm_evidence._gate.metrics import exposition, gate_registry, series_bound
 from vllm_evidence.testing import assessments
 
 _NAME = re.compile(r"vllm_evidence_[a-z_]+")

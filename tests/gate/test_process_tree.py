@@ -27,12 +27,12 @@ from tests.gate._proc import (
     tree_of,
     write_stat,
 )
-from vllm_evidence.adapters.process_tree import ProcessState, observe_process_tree
-from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
-from vllm_evidence.capture import proc as capture_proc
-from vllm_evidence.capture.proc import read_proc
+from vllm_evidence._adapters.process_tree import ProcessState, observe_process_tree
+from vllm_evidence._adapters.startup_log import StartupLog, read_startup_log
+from vllm_evidence._capture import proc as capture_proc
+from vllm_evidence._capture.proc import read_proc
+from vllm_evidence._readback.processes import ProcessRole, lost_processes
 from vllm_evidence.errors import InputError
-from vllm_evidence.readback.processes import ProcessRole, lost_processes
 
 
 def _this_machine(root: int) -> set[int]:

@@ -18,11 +18,11 @@ from jsonschema import Draft202012Validator
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.gate._proc import API_SERVER, RANK1, recorded_tree, target_of, tree_of, with_tree
-from vllm_evidence.assessment import Assessment, Claim
+from vllm_evidence._assessment import Assessment, Claim
+from vllm_evidence._gate import Gate, GateTarget, TargetRound
+from vllm_evidence._gate import server as gate_server
+from vllm_evidence._gate.server import GateServer, parse_address
 from vllm_evidence.errors import InputError
-from vllm_evidence.gate import Gate, GateTarget, TargetRound
-from vllm_evidence.gate import server as gate_server
-from vllm_evidence.gate.server import GateServer, parse_address
 from vllm_evidence.serialize import schema
 
 REQUIRED: tuple[Claim, ...] = ("parallel", "capacity", "health_coverage")

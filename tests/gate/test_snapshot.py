@@ -19,19 +19,19 @@ from tests.gate._proc import (
     tree_of,
     with_tree,
 )
-from vllm_evidence.assessment import Assessment, Claim, assess
-from vllm_evidence.capture.http import probe_sync
-from vllm_evidence.errors import InputError
-from vllm_evidence.gate import (
+from vllm_evidence._assessment import Assessment, Claim, assess
+from vllm_evidence._capture.http import probe_sync
+from vllm_evidence._gate import (
     CLOSED_REASONS,
     ClaimSource,
     Gate,
     GateTarget,
     TargetRound,
 )
-from vllm_evidence.gate.snapshot import TargetState
-from vllm_evidence.readback import readback_from_batch
-from vllm_evidence.testing.stub import serve_capture
+from vllm_evidence._gate.snapshot import TargetState
+from vllm_evidence._readback import readback_from_batch
+from vllm_evidence.errors import InputError
+from vllm_evidence.testing._stub import serve_capture
 
 REQUIRED: tuple[Claim, ...] = ("parallel", "capacity", "health_coverage")
 

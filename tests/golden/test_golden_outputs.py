@@ -22,7 +22,7 @@ import pytest
 
 from tests._ports import demo_port, holding_port, serve_on_port
 from vllm_evidence.cli import main
-from vllm_evidence.testing.stub import serve_capture
+from vllm_evidence.testing._stub import serve_capture
 
 ROOT = Path(__file__).resolve().parents[2]
 OUTPUTS = Path(__file__).parent / "outputs"

@@ -1,6 +1,6 @@
 """A hostile front door on 127.0.0.1: raw bytes per route, every request line recorded.
 
-Unlike :mod:`vllm_evidence.testing.stub` (a well-behaved server with faults), this one
+Unlike :mod:`vllm_evidence.testing._stub` (a well-behaved server with faults), this one
 writes whatever bytes a mode asks for — malformed header lines, reflected credentials,
 control characters — on a raw socket, so the probe meets what an adversary can send.
 Each request's raw request line and headers are kept in ``requests``.

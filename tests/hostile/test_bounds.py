@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from tests._paths import CAPTURES
-from vllm_evidence import assess, historical_bundle, load, read_startup_log
+from vllm_evidence import StartupLog, assess, historical_bundle, load, read_startup_log
+from vllm_evidence._adapters.outcome import Parsed, Unparsed
 from vllm_evidence._bounds import MAX_WORLD_SIZE, wire_int
-from vllm_evidence.adapters.outcome import Parsed, Unparsed
+from vllm_evidence._output.assessment import assessment_document
 from vllm_evidence.decisions import CapacityRefused, ParallelReason, ParallelRefused
 from vllm_evidence.errors import InputError
-from vllm_evidence.output.assessment import assessment_document
 from vllm_evidence.upstream import Route
 
 JSON_INFO = CAPTURES / "vllm-0.32.0-cpu-tp1-devmode" / "server_info__config_format_json.body"
@@ -85,6 +85,7 @@ def _log(dp: int, tp: int = 1) -> str:
 
 def test_a_log_world_past_any_deployment_is_not_resolved_and_nothing_is_listed() -> None:
     log = read_startup_log(io.BytesIO(_log(dp=30_000_000).encode()))
+    assert isinstance(log, StartupLog)
     assessment = assess(None, log)
     parallel = assessment.parallel
     assert isinstance(parallel, ParallelRefused)
@@ -98,6 +99,7 @@ def test_a_log_world_past_any_deployment_is_not_resolved_and_nothing_is_listed()
 
 def test_a_log_world_at_the_bound_is_resolved() -> None:
     log = read_startup_log(io.BytesIO(_log(dp=MAX_WORLD_SIZE).encode()))
+    assert isinstance(log, StartupLog)
     parallel = assess(None, log).parallel
     assert parallel.configuration is not None
     assert parallel.configuration.world_size == MAX_WORLD_SIZE

@@ -31,16 +31,16 @@ from tests._signing import (
     legacy_hmac_capture,
     pem_text,
 )
-from vllm_evidence.capture.batch import CaptureBatch, CaptureOrigin
-from vllm_evidence.capture.directory import (
+from vllm_evidence._capture.batch import CaptureBatch, CaptureOrigin
+from vllm_evidence._capture.directory import (
     MANIFEST,
     ProvenanceKind,
     read_capture,
     save,
 )
-from vllm_evidence.capture.http import probe_sync
+from vllm_evidence._capture.http import probe_sync
 from vllm_evidence.errors import CaptureIntegrityError, InputError
-from vllm_evidence.testing.stub import serve_capture
+from vllm_evidence.testing._stub import serve_capture
 
 KEY = CAPTURE_KEY
 PUBLIC = CAPTURE_KEY.verification_key

@@ -18,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.hostile._server import HostileServer, hostile_server, response
-from vllm_evidence.capture.batch import CaptureBatch, Transport
-from vllm_evidence.capture.http import (
+from vllm_evidence._capture.batch import CaptureBatch, Transport
+from vllm_evidence._capture.http import (
     BodyBudget,
     ProbeSession,
     ProbeSettings,

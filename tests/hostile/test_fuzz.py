@@ -23,19 +23,19 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from vllm_evidence.adapters.failure import BodyParseFailure
-from vllm_evidence.adapters.metrics import parse_metrics
-from vllm_evidence.adapters.models import parse_models
-from vllm_evidence.adapters.server_info import parse_server_info_json, parse_server_info_text
-from vllm_evidence.adapters.startup_log import LogReadFailure, StartupLog, read_startup_log
-from vllm_evidence.adapters.version import parse_version
-from vllm_evidence.adapters.world_size import parse_world_size
-from vllm_evidence.assessment import assess
-from vllm_evidence.measure import BasisPoint, Concurrency, GiB, MeasureParseFailure, TokenCount
-from vllm_evidence.output.assessment import assessment_document
-from vllm_evidence.output.report import render_report
-from vllm_evidence.readback import historical_bundle
-from vllm_evidence.testing.strategies import (
+from vllm_evidence._adapters.failure import BodyParseFailure
+from vllm_evidence._adapters.metrics import parse_metrics
+from vllm_evidence._adapters.models import parse_models
+from vllm_evidence._adapters.server_info import parse_server_info_json, parse_server_info_text
+from vllm_evidence._adapters.startup_log import LogReadFailure, StartupLog, read_startup_log
+from vllm_evidence._adapters.version import parse_version
+from vllm_evidence._adapters.world_size import parse_world_size
+from vllm_evidence._assessment import assess
+from vllm_evidence._measure import BasisPoint, Concurrency, GiB, MeasureParseFailure, TokenCount
+from vllm_evidence._output.assessment import assessment_document
+from vllm_evidence._output.report import render_report
+from vllm_evidence._readback import historical_bundle
+from vllm_evidence.testing._strategies import (
     metrics_bodies,
     models_bodies,
     server_info_jsons,
@@ -43,7 +43,7 @@ from vllm_evidence.testing.strategies import (
     startup_logs,
     version_bodies,
 )
-from vllm_evidence.upstream.routes import PROBE_ROUTES, Route
+from vllm_evidence.upstream._routes import PROBE_ROUTES, Route
 
 TOTAL = int(os.environ.get("VLLM_EVIDENCE_FUZZ_EXAMPLES", "600"))
 #: Percent of :data:`TOTAL` per test: the cheap inputs get more examples.

@@ -33,14 +33,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import vllm_evidence.output.assessment  # noqa: F401  # registers the receipt's JSON hook
-from vllm_evidence._converter import converter
-from vllm_evidence.adapters.receipt import (
+import vllm_evidence._output.assessment  # noqa: F401  # registers the receipt's JSON hook
+from vllm_evidence._adapters.receipt import (
     LaunchReceipt,
     ReceiptAuthentication,
     parse_launch_receipt,
 )
-from vllm_evidence.capture.signing import SigningKey, canonical
+from vllm_evidence._capture.signing import SigningKey, canonical
+from vllm_evidence._converter import converter
 from vllm_evidence.errors import InputError
 
 #: The launcher's key in this module.

@@ -21,11 +21,11 @@ import pytest
 
 from tests._evidence import front_door_join
 from tests.hostile._server import real_reply
-from vllm_evidence.capture.batch import SENT_TWICE_DETAIL, CaptureBatch, Transport
-from vllm_evidence.capture.http import probe
+from vllm_evidence._capture.batch import SENT_TWICE_DETAIL, CaptureBatch, Transport
+from vllm_evidence._capture.http import probe
+from vllm_evidence._readback import readback_from_batch
 from vllm_evidence.decisions import JoinedIncarnation
-from vllm_evidence.readback import readback_from_batch
-from vllm_evidence.upstream.routes import PROBE_ROUTES
+from vllm_evidence.upstream._routes import PROBE_ROUTES
 
 #: What a server does with a connection's requests: ``(count on this connection, request
 #: target) -> answer bytes``, ``close`` / ``reset`` / ``silent`` for no answer, or
@@ -91,7 +91,7 @@ async def _serve(
 def _short_reuse_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
     """A reused connection is taken for dead after 0.2 s without a byte (1 s by default),
     so that the silent server's cases end sooner."""
-    from vllm_evidence.capture import _wire
+    from vllm_evidence._capture import _wire
 
     monkeypatch.setattr(_wire, "REUSE_SILENCE_S", 0.2)
 
@@ -163,8 +163,8 @@ def test_a_server_that_resets_every_new_connection_is_unreachable_not_retried() 
 
 
 def test_a_request_sent_twice_keeps_both_lines_when_saved_and_loaded(tmp_path: Path) -> None:
-    from vllm_evidence.capture.directory import save
-    from vllm_evidence.readback import CapturedReadback, load
+    from vllm_evidence._capture.directory import save
+    from vllm_evidence._readback import CapturedReadback, load
 
     batch, received, _ = _probe(_answers_one_then("close"))
     loaded = load(save(batch, tmp_path / "saved"))

@@ -39,7 +39,7 @@ from pathlib import Path
 import pytest
 from jsonschema import Draft202012Validator
 
-from vllm_evidence.adapters.receipt import read_launch_receipt
+from vllm_evidence._adapters.receipt import read_launch_receipt
 from vllm_evidence.serialize import schema
 
 CLI = [sys.executable, "-m", "vllm_evidence", "launch"]

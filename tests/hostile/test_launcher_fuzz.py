@@ -26,8 +26,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from vllm_evidence.adapters.receipt import read_launch_receipt
-from vllm_evidence.capture.process import (
+from vllm_evidence._adapters.receipt import read_launch_receipt
+from vllm_evidence._capture.process import (
     ChildStarted,
     LogProgress,
     LogWriteFailure,
@@ -35,7 +35,7 @@ from vllm_evidence.capture.process import (
     _why,
     go_float,
 )
-from vllm_evidence.launch import _write_atomically, receipt_record
+from vllm_evidence._launch import _write_atomically, receipt_record
 from vllm_evidence.serialize import schema
 
 TOTAL = int(os.environ.get("VLLM_EVIDENCE_FUZZ_EXAMPLES", "600"))
@@ -193,7 +193,7 @@ def test_every_receipt_the_launcher_writes_its_reader_reads(
     size: int,
     failure: LogWriteFailure | None,
 ) -> None:
-    from vllm_evidence.capture.process import scrub_argv
+    from vllm_evidence._capture.process import scrub_argv
 
     argv, secrets = command
     child = ChildStarted(pid, start, None if start else "no /proc here")

@@ -27,9 +27,9 @@ from tests._evidence import log_port, real_log
 from tests._paths import REAL
 from tests._ports import serve_on_port
 from tests.adapters.test_receipt_files import without_blocking
-from vllm_evidence.capture._files import NamedFileError, read_named_file
-from vllm_evidence.capture.directory import save
-from vllm_evidence.capture.http import ProbeSession, ProbeSettings, probe_sync
+from vllm_evidence._capture._files import NamedFileError, read_named_file
+from vllm_evidence._capture.directory import save
+from vllm_evidence._capture.http import ProbeSession, ProbeSettings, probe_sync
 from vllm_evidence.errors import InputError
 
 #: Peak RSS allowed for one command reading a hostile receipt (the package's own

@@ -18,7 +18,7 @@ import pytest
 
 from tests.hostile._server import hostile_server, real_reply
 from vllm_evidence.cli import main
-from vllm_evidence.upstream.routes import PROBE_ROUTES, Route
+from vllm_evidence.upstream._routes import PROBE_ROUTES, Route
 
 _DEV = {Route.SERVER_INFO, Route.SERVER_INFO_JSON, Route.GET_WORLD_SIZE}
 _ALL = set(PROBE_ROUTES)

@@ -26,7 +26,7 @@ import pytest
 
 from tests._cli import run_cli
 from tests._paths import REAL
-from vllm_evidence.testing.stub import serve_capture
+from vllm_evidence.testing._stub import serve_capture
 
 CHILD = "print(1)"
 
@@ -305,17 +305,18 @@ def test_no_planted_secret_reaches_a_receipt_a_log_or_any_output(tmp_path: Path)
 
 
 def test_the_receipt_and_its_documents_in_process_carry_no_canary(tmp_path: Path) -> None:
-    from vllm_evidence import assess, probe_sync, read_startup_log, readback_from_batch
-    from vllm_evidence.adapters.receipt import read_launch_receipt
-    from vllm_evidence.output.assessment import assessment_document
-    from vllm_evidence.output.report import render_report
-    from vllm_evidence.rederive import dumps
+    from vllm_evidence import StartupLog, assess, probe_sync, read_startup_log, readback_from_batch
+    from vllm_evidence._adapters.receipt import read_launch_receipt
+    from vllm_evidence._output.assessment import assessment_document
+    from vllm_evidence._output.report import render_report
+    from vllm_evidence._rederive import dumps
 
     receipt_path, log_path, hits = _launch(tmp_path)
     receipt = read_launch_receipt(receipt_path)
     with serve_capture(REAL) as door:
         batch = probe_sync(door.url)
     log = read_startup_log(log_path, first_bytes=receipt.log_bytes)
+    assert isinstance(log, StartupLog)
     assessment = assess(readback_from_batch(batch), log, receipt=receipt)
     seen: list[str | bytes] = [
         repr(receipt),

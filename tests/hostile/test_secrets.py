@@ -99,11 +99,11 @@ def test_the_canary_key_reaches_no_cli_output(mode: str, tmp_path: Path) -> None
 @pytest.mark.parametrize("mode", MODES)
 def test_the_canary_key_reaches_no_object_repr_or_document(mode: str, tmp_path: Path) -> None:
     from vllm_evidence import assess, probe_sync
-    from vllm_evidence.capture.directory import manifest_document
-    from vllm_evidence.output.assessment import assessment_document
-    from vllm_evidence.output.report import render_report
-    from vllm_evidence.readback import readback_from_batch
-    from vllm_evidence.rederive import dumps
+    from vllm_evidence._capture.directory import manifest_document
+    from vllm_evidence._output.assessment import assessment_document
+    from vllm_evidence._output.report import render_report
+    from vllm_evidence._readback import readback_from_batch
+    from vllm_evidence._rederive import dumps
 
     with hostile_server(MODES[mode]) as server:
         batch = probe_sync(server.url, api_key=CANARY, timeout=3)

@@ -27,11 +27,11 @@ from hypothesis import strategies as st
 
 from tests.capture._url_readings import readings
 from tests.hostile._server import HostileServer, hostile_server, real_reply
-from vllm_evidence.capture._target import clean_target
-from vllm_evidence.capture._wire import server_address
+from vllm_evidence._capture._target import clean_target
+from vllm_evidence._capture._wire import server_address
 from vllm_evidence.cli import main
 from vllm_evidence.errors import InputError
-from vllm_evidence.upstream.routes import PROBE_ROUTES
+from vllm_evidence.upstream._routes import PROBE_ROUTES
 
 KEY = "sk-confusion-canary-4417"
 

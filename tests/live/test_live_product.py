@@ -18,9 +18,10 @@ import pytest
 
 from tests._evidence import assess_witnessed, front_door_join
 from vllm_evidence import assess, probe_sync, read_startup_log, readback_from_batch
-from vllm_evidence.adapters.metrics import MetricsObservation, parse_metrics
-from vllm_evidence.adapters.startup_log import StartupLog
-from vllm_evidence.assessment import Assessment
+from vllm_evidence._adapters.metrics import MetricsObservation, parse_metrics
+from vllm_evidence._adapters.startup_log import StartupLog
+from vllm_evidence._assessment import Assessment
+from vllm_evidence._readback import CapturedReadback, historical_bundle
 from vllm_evidence.decisions import (
     CapacityEstablished,
     IdentityReason,
@@ -32,8 +33,7 @@ from vllm_evidence.decisions import (
     ParallelRefused,
     ServedIdentityRefused,
 )
-from vllm_evidence.readback import CapturedReadback, historical_bundle
-from vllm_evidence.testing.stub import serve_capture
+from vllm_evidence.testing._stub import serve_capture
 from vllm_evidence.upstream import Route
 
 KEY_PATTERN = re.compile(rb"live-tier-key-[0-9A-Za-z_-]+")

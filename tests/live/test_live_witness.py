@@ -19,9 +19,9 @@ import jsonschema
 import pytest
 
 from tests._evidence import assess_witnessed
-from vllm_evidence.adapters.receipt import RECEIPT_SCHEMAS
-from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
-from vllm_evidence.assessment import claim_established
+from vllm_evidence._adapters.receipt import RECEIPT_SCHEMAS
+from vllm_evidence._adapters.startup_log import StartupLog, read_startup_log
+from vllm_evidence._assessment import claim_established
 from vllm_evidence.serialize import schema
 
 SERVING_CLAIMS = (

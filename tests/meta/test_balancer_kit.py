@@ -14,7 +14,7 @@ import warnings
 
 from tests._balancer import balancer
 from tests._paths import REAL
-from vllm_evidence.testing.stub import serve_capture
+from vllm_evidence.testing._stub import serve_capture
 
 
 def test_a_kept_alive_connection_is_closed_when_the_balancer_stops() -> None:

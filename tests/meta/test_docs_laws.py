@@ -17,7 +17,7 @@ from pathlib import Path
 from tests.upstream.test_table import _fresh_table
 from vllm_evidence._cli.laws import render_markdown
 from vllm_evidence.upstream import EXECUTOR_LAW_TABLE, LAW_TABLE, READ_RELEASES
-from vllm_evidence.upstream import table as table_module
+from vllm_evidence.upstream import _table as table_module
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "laws.md"
 

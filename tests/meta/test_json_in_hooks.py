@@ -20,9 +20,12 @@ PACKAGE = Path(__file__).resolve().parents[2] / "vllm_evidence"
 #: ``(module path, function)``: dict literals with string keys that are not documents.
 NOT_DOCUMENTS: dict[tuple[str, str], str] = {
     ("_cli/audit.py", "run"): "the route tables given per launch mode",
-    ("adapters/startup_log/_lexer.py", "parse_bool_text"): "a lookup of Python's bool text",
-    ("capture/canary.py", "canary_body"): "the completion request the canary sends to vLLM",
-    ("rederive/_read.py", "_recorded_verdicts"): "a read document's verdicts, checked, not written",
+    ("_adapters/startup_log/_lexer.py", "parse_bool_text"): "a lookup of Python's bool text",
+    ("_capture/canary.py", "canary_body"): "the completion request the canary sends to vLLM",
+    (
+        "_rederive/_read.py",
+        "_recorded_verdicts",
+    ): "a read document's verdicts, checked, not written",
 }
 
 
@@ -117,13 +120,13 @@ def test_a_hand_built_document_is_found(tmp_path: Path) -> None:
 
     copy = tmp_path / "vllm_evidence"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "demo_data"))
-    target = copy / "output" / "laws.py"
+    target = copy / "_output" / "laws.py"
     target.write_text(
         target.read_text(encoding="utf-8")
         + '\n\ndef by_hand(law: Law) -> dict[str, object]:\n    return {"question": 1}\n',
         encoding="utf-8",
     )
-    assert dicts_outside_hooks(copy) == ["output/laws.py:by_hand:" + str(_last_line(target))]
+    assert dicts_outside_hooks(copy) == ["_output/laws.py:by_hand:" + str(_last_line(target))]
 
 
 def _last_line(path: Path) -> int:

@@ -33,20 +33,20 @@ LAYERS: tuple[tuple[str, tuple[str, ...]], ...] = (
             "_bounds",
             "_lazy",
             "_scrub",
-            "measure",
+            "_measure",
             "errors",
             "_claims",
             "_converter",
             "upstream",
         ),
     ),
-    ("capture", ("capture",)),
-    ("adapters", ("adapters",)),
-    ("readback", ("readback",)),
-    ("decisions", ("decisions", "audit")),
-    ("assessment", ("assessment",)),
-    ("output", ("output", "rederive", "serialize", "launch")),
-    ("watch", ("watch", "gate")),
+    ("capture", ("_capture",)),
+    ("adapters", ("_adapters",)),
+    ("readback", ("_readback",)),
+    ("decisions", ("decisions", "_audit")),
+    ("assessment", ("_assessment",)),
+    ("output", ("_output", "_rederive", "serialize", "_launch")),
+    ("watch", ("watch", "_gate")),
     ("commands", ("_cli", "testing")),
     ("entry points", ("cli", "__main__")),
 )
@@ -58,7 +58,7 @@ TOP = "vllm_evidence"
 DECISIONS = f"{TOP}.decisions"
 
 #: The renderers: they may read decision types, never call a decision function.
-RENDERERS = ("output", "_cli")
+RENDERERS = ("_output", "_cli")
 
 
 def layer_of(module: str) -> int:
@@ -210,14 +210,14 @@ def test_every_module_has_a_layer() -> None:
 @pytest.mark.parametrize(
     ("importer", "imported"),
     [
-        ("capture/batch.py", "vllm_evidence.adapters.metrics"),
-        ("upstream/laws.py", "vllm_evidence.capture.batch"),
-        ("adapters/version.py", "vllm_evidence.readback"),
-        ("adapters/startup_log/launch.py", "vllm_evidence.readback.executor"),
-        ("readback/parallel.py", "vllm_evidence.decisions.parallel"),
-        ("decisions/join.py", "vllm_evidence.assessment"),
-        ("assessment.py", "vllm_evidence.output.report"),
-        ("output/report.py", "vllm_evidence._cli.probe"),
+        ("_capture/batch.py", "vllm_evidence._adapters.metrics"),
+        ("upstream/_laws.py", "vllm_evidence._capture.batch"),
+        ("_adapters/version.py", "vllm_evidence._readback"),
+        ("_adapters/startup_log/launch.py", "vllm_evidence._readback.executor"),
+        ("_readback/parallel.py", "vllm_evidence.decisions._parallel"),
+        ("decisions/_join.py", "vllm_evidence._assessment"),
+        ("_assessment.py", "vllm_evidence._output.report"),
+        ("_output/report.py", "vllm_evidence._cli.probe"),
         ("_cli/demo.py", "vllm_evidence.cli"),
     ],
 )
@@ -243,9 +243,9 @@ def test_a_downward_import_passes(tmp_path: Path) -> None:
 
     copy = tmp_path / "vllm_evidence"
     shutil.copytree(PACKAGE, copy, ignore=shutil.ignore_patterns("__pycache__", "demo_data"))
-    target = copy / "output" / "report.py"
+    target = copy / "_output" / "report.py"
     target.write_text(
-        target.read_text(encoding="utf-8") + "\n\nimport vllm_evidence.capture.batch\n",
+        target.read_text(encoding="utf-8") + "\n\nimport vllm_evidence._capture.batch\n",
         encoding="utf-8",
     )
     assert upward_imports(copy) == []
@@ -269,31 +269,31 @@ def _copy_with(tmp_path: Path, importer: str, line: str) -> Path:
     ("importer", "line", "expected"),
     [
         (
-            "readback/parallel.py",
+            "_readback/parallel.py",
             "from vllm_evidence.decisions._common import scope",
             "imports the decisions' private vllm_evidence.decisions._common.scope",
         ),
         (
-            "assessment.py",
+            "_assessment.py",
             "import vllm_evidence.decisions._life",
             "imports the decisions' private vllm_evidence.decisions._life",
         ),
         (
-            "output/laws.py",
+            "_output/laws.py",
             "from vllm_evidence.decisions import _capacity_figures",
             "imports the decisions' private vllm_evidence.decisions._capacity_figures",
         ),
         (
             "serialize.py",
-            "from vllm_evidence.decisions.parallel import _population",
-            "imports the decisions' private vllm_evidence.decisions.parallel._population",
+            "from vllm_evidence.decisions._parallel import _population",
+            "imports the decisions' private vllm_evidence.decisions._parallel._population",
         ),
         (
-            "output/startup_log.py",
-            "from vllm_evidence.decisions.parallel import decide_parallel",
+            "_output/startup_log.py",
+            "from vllm_evidence.decisions import decide_parallel",
             (
-                "renderer vllm_evidence.output.startup_log imports the decision function "
-                "vllm_evidence.decisions.parallel.decide_parallel"
+                "renderer vllm_evidence._output.startup_log imports the decision function "
+                "vllm_evidence.decisions.decide_parallel"
             ),
         ),
         (
@@ -305,28 +305,22 @@ def _copy_with(tmp_path: Path, importer: str, line: str) -> Path:
             ),
         ),
         (
-            "output/laws.py",
-            "from vllm_evidence.decisions.log_join import log_not_joined",
-            (
-                "renderer vllm_evidence.output.laws imports the decision function "
-                "vllm_evidence.decisions.log_join.log_not_joined"
-            ),
+            "_output/laws.py",
+            "from vllm_evidence.decisions._log_join import log_not_joined",
+            "imports the decisions' private vllm_evidence.decisions._log_join.log_not_joined",
         ),
         (
             "_cli/explain.py",
-            "from vllm_evidence.decisions import parallel",
+            "import vllm_evidence.decisions",
             (
                 "renderer vllm_evidence._cli.explain imports the decisions module "
-                "vllm_evidence.decisions.parallel"
+                "vllm_evidence.decisions"
             ),
         ),
         (
-            "output/audit.py",
-            "import vllm_evidence.decisions.capacity",
-            (
-                "renderer vllm_evidence.output.audit imports the decisions module "
-                "vllm_evidence.decisions.capacity"
-            ),
+            "_output/audit.py",
+            "import vllm_evidence.decisions._capacity",
+            "imports the decisions' private vllm_evidence.decisions._capacity",
         ),
     ],
 )
@@ -342,15 +336,15 @@ def test_a_decisions_breach_fails(tmp_path: Path, importer: str, line: str, expe
     ("importer", "line"),
     [
         # A renderer reads decision types: arms, reasons, unions.
-        ("output/startup_log.py", "from vllm_evidence.decisions import ParallelRefused"),
-        ("_cli/log.py", "from vllm_evidence.decisions.capacity import CapacityReason"),
-        ("output/laws.py", "from vllm_evidence.decisions.parallel import ParallelDecision"),
+        ("_output/startup_log.py", "from vllm_evidence.decisions import ParallelRefused"),
+        ("_cli/log.py", "from vllm_evidence.decisions import CapacityReason"),
+        ("_output/laws.py", "from vllm_evidence.decisions import ParallelDecision"),
         # A layer that decides (the assessment) calls the decision functions.
-        ("assessment.py", "from vllm_evidence.decisions import decide_parallel"),
+        ("_assessment.py", "from vllm_evidence.decisions import decide_parallel"),
         # And everything reads what the readback resolved.
-        ("output/startup_log.py", "from vllm_evidence.readback.parallel import attribute"),
+        ("_output/startup_log.py", "from vllm_evidence._readback.parallel import attribute"),
         # Inside the decisions, the private modules are theirs.
-        ("decisions/health.py", "from vllm_evidence.decisions._common import scope"),
+        ("decisions/_health.py", "from vllm_evidence.decisions._common import scope"),
     ],
 )
 def test_what_the_decisions_rules_allow_passes(tmp_path: Path, importer: str, line: str) -> None:

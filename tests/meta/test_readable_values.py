@@ -13,17 +13,17 @@ from hypothesis import given, settings
 
 from tests._paths import CAPTURES, REAL
 from vllm_evidence import assess, load, probe_sync, read_startup_log, readback_from_batch
+from vllm_evidence._adapters.startup_log import StartupLog
+from vllm_evidence._assessment import Assessment, summary_line
+from vllm_evidence._output.front_door import route_outcomes
+from vllm_evidence._output.report import render_report
+from vllm_evidence._readback import CapturedReadback
 from vllm_evidence._scrub import scrub
 from vllm_evidence._seal import Sealed, brief
-from vllm_evidence.adapters.startup_log import StartupLog
-from vllm_evidence.assessment import Assessment, summary_line
 from vllm_evidence.cli import main
 from vllm_evidence.decisions import ParallelEstablished
-from vllm_evidence.output.front_door import route_outcomes
-from vllm_evidence.output.report import render_report
-from vllm_evidence.readback import CapturedReadback
 from vllm_evidence.testing import assessments
-from vllm_evidence.testing.stub import serve_capture
+from vllm_evidence.testing._stub import serve_capture
 
 SERVERS = Path(__file__).parents[1] / "fixtures" / "real" / "vllm-0.32.0-cpu"
 KEY = "sk-readable-values-SECRET"
@@ -198,7 +198,7 @@ def test_generated_assessments_read_well(assessment: Assessment) -> None:
 @given(assessments())
 def test_the_report_names_each_route_arm_as_the_json_does(assessment: Assessment) -> None:
     """The text report's route lines name the arm and fields the JSON route section
-    names (both read :func:`~vllm_evidence.output.front_door.arm_fields`; this holds the
+    names (both read :func:`~vllm_evidence._output.front_door.arm_fields`; this holds the
     report's wording of them to the document's)."""
     readback = assessment.evidence.front_door
     if readback is None:

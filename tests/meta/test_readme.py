@@ -32,7 +32,7 @@ def test_the_readme_library_example_runs() -> None:
     import io
 
     from tests._paths import REAL
-    from vllm_evidence.testing.stub import serve_capture
+    from vllm_evidence.testing._stub import serve_capture
 
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     code = text.split("```python\n", 1)[1].split("```", 1)[0]

@@ -2,7 +2,7 @@
 
 Each column is one law's typed rule, spelled in words here by hand; a row's cell must be
 the words of the law that holds for its release.  A change of a span or a rule in
-``upstream/table.py`` that the README does not follow fails here.
+``upstream/_table.py`` that the README does not follow fails here.
 """
 
 from __future__ import annotations

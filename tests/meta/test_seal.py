@@ -20,14 +20,14 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument, ResolutionFailed
 
 import vllm_evidence
+from vllm_evidence._adapters.startup_log import StartupLog, read_startup_log
+from vllm_evidence._assessment import Assessment, assess
+from vllm_evidence._measure import MeasureParseFailure, TokenCount
+from vllm_evidence._readback import HistoricalBundle, historical_bundle, load
 from vllm_evidence._seal import Sealed, SealedTypeError
-from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
-from vllm_evidence.assessment import Assessment, assess
 from vllm_evidence.errors import EvidenceMismatchError
-from vllm_evidence.measure import MeasureParseFailure, TokenCount
-from vllm_evidence.readback import HistoricalBundle, historical_bundle, load
 from vllm_evidence.upstream import ReleaseLaws, Route, RouteLaw, laws_for
-from vllm_evidence.upstream.releases import parse_release
+from vllm_evidence.upstream._releases import parse_release
 
 
 def _all_sealed_classes() -> list[type[Any]]:
@@ -192,7 +192,7 @@ def test_pickle_re_derives_the_types_with_raw_evidence() -> None:
 def test_the_reduction_names_a_package_function_and_raw_evidence_only() -> None:
     assessment = _an_assessment()
     function, args = assessment.__reduce_ex__(pickle.HIGHEST_PROTOCOL)
-    assert function.__module__ == "vllm_evidence.assessment"
+    assert function.__module__ == "vllm_evidence._assessment"
     front_door, log, launch, arms, receipt = cast("tuple[Any, ...]", args)
     assert receipt is None
     assert front_door is assessment.evidence.front_door
@@ -209,7 +209,7 @@ def test_the_reduction_names_a_package_function_and_raw_evidence_only() -> None:
     bundle = assessment.evidence.front_door
     assert isinstance(bundle, HistoricalBundle)
     rebuild, (bodies, _statuses) = cast("tuple[Any, tuple[Any, ...]]", bundle.__reduce__())
-    assert rebuild.__module__ == "vllm_evidence.readback.front_door"
+    assert rebuild.__module__ == "vllm_evidence._readback.front_door"
     assert all(isinstance(body, bytes) for _, body in bodies)
 
 

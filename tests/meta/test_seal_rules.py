@@ -128,7 +128,9 @@ def _resolve(dotted: str) -> object:
 def test_public_constructor_names_real_public_objects(cls: type[Sealed]) -> None:
     text = cls.__public_constructor__
     names = _NAME.findall(text)
-    assert names, f"{cls.__qualname__}.__public_constructor__ names nothing: {text!r}"
+    if not names:  # made only by a command (the gate): it names the command
+        assert re.search(r"\bvllm-evidence (launch|watch) --", text), text
+        return
     for name in names:
         dotted = name.removesuffix("()")
         assert not any(part.startswith("_") for part in dotted.split(".")), name

@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import attrs
 
-from vllm_evidence.adapters.outcome import Parsed
-from vllm_evidence.adapters.version import SelfReportedVersion
-from vllm_evidence.assessment import Assessment
+from vllm_evidence._adapters.outcome import Parsed
+from vllm_evidence._adapters.version import SelfReportedVersion
+from vllm_evidence._assessment import Assessment
 from vllm_evidence.decisions import ParallelEstablished
-from vllm_evidence.measure import TokenCount
+from vllm_evidence._measure import TokenCount
 
 
 def edit(

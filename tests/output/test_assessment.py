@@ -8,9 +8,9 @@ from typing import Any
 
 from tests._evidence import assess_witnessed, banner, log, one_line_capacity, real_log
 from tests._paths import REAL
-from vllm_evidence.assessment import CLAIMS, assess
-from vllm_evidence.output.assessment import AssessmentDocument, assessment_document
-from vllm_evidence.readback import load
+from vllm_evidence._assessment import CLAIMS, assess
+from vllm_evidence._output.assessment import AssessmentDocument, assessment_document
+from vllm_evidence._readback import load
 
 
 def _document(**kw: Any) -> AssessmentDocument:

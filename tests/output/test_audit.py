@@ -7,12 +7,12 @@ import json
 from packaging.version import Version
 
 from tests.audit.test_audit import _installed
-from vllm_evidence.audit import (
+from vllm_evidence._audit import (
     EXECUTOR_BACKENDS_KEY,
     SCHEMA,
     audit,
 )
-from vllm_evidence.output.audit import audit_document
+from vllm_evidence._output.audit import audit_document
 from vllm_evidence.upstream import (
     laws_for,
 )

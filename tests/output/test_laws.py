@@ -12,8 +12,8 @@ from packaging.version import Version
 
 from tests._evidence import release_laws as _laws
 from tests._evidence import release_laws as _release_laws
-from vllm_evidence.adapters.startup_log import ExecutorMarker
-from vllm_evidence.output.laws import law_json
+from vllm_evidence._adapters.startup_log import ExecutorMarker
+from vllm_evidence._output.laws import law_json
 from vllm_evidence.upstream import (
     CapacitySource,
     ExecutorBackend,
@@ -23,7 +23,7 @@ from vllm_evidence.upstream import (
     Route,
     executor_marker_law,
 )
-from vllm_evidence.upstream.laws import CACHE_CONFIG_LABELS_KEY as _CACHE_KEY
+from vllm_evidence.upstream._laws import CACHE_CONFIG_LABELS_KEY as _CACHE_KEY
 
 
 def _common(law: Law | LawNotEstablished, key: str, first: str, last: str) -> dict[str, object]:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
-from vllm_evidence.output.startup_log import render_startup_log, startup_log_document
+from vllm_evidence._adapters.startup_log import StartupLog, read_startup_log
+from vllm_evidence._output.startup_log import render_startup_log, startup_log_document
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 LOGS = sorted(REAL.rglob("startup.log"))

@@ -32,21 +32,21 @@ from vllm_evidence import (
     read_startup_log,
     readback_from_batch,
 )
+from vllm_evidence._readback import CapturedReadback, HistoricalBundle
+from vllm_evidence._rederive import MAX_DEPTH, SCHEMA, dumps, loads
 from vllm_evidence.errors import (
     CaptureIntegrityError,
     EvidenceError,
     EvidenceMismatchError,
     InputError,
 )
-from vllm_evidence.readback import CapturedReadback, HistoricalBundle
-from vllm_evidence.rederive import MAX_DEPTH, SCHEMA, dumps, loads
-from vllm_evidence.testing.strategies import (
+from vllm_evidence.testing._strategies import (
     assessments,
     capture_directories,
     historical_bundles,
     startup_logs,
 )
-from vllm_evidence.testing.stub import serve_capture
+from vllm_evidence.testing._stub import serve_capture
 
 DEMO = Path(vllm_evidence.__file__).parent / "demo_data" / "vllm-0.32.0-cpu-tp2-devmode"
 SECRET = "sk-rederive-test-0123456789abcdef"  # noqa: S105  # a test key, asserted absent
@@ -481,7 +481,7 @@ def test_loads_of_dumps_is_the_assessment(log_dir: Path, data: st.DataObject) ->
 def test_a_captured_assessment_round_trips_for_any_capture(
     log_dir: Path, data: st.DataObject
 ) -> None:
-    from vllm_evidence.testing.strategies import captured_readbacks
+    from vllm_evidence.testing._strategies import captured_readbacks
 
     directories = capture_directories(startup_log=False)
     door = data.draw(captured_readbacks(directories=directories))

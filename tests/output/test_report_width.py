@@ -9,9 +9,9 @@ import pytest
 
 from tests._evidence import assess_witnessed, real_log
 from tests._paths import REAL
-from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
-from vllm_evidence.assessment import Assessment, assess
-from vllm_evidence.output.report import render_report
+from vllm_evidence._adapters.startup_log import StartupLog, read_startup_log
+from vllm_evidence._assessment import Assessment, assess
+from vllm_evidence._output.report import render_report
 
 LIFE = (
     Path(__file__).resolve().parents[1]

@@ -18,16 +18,16 @@ from typing import Any, get_args, get_origin
 
 import pytest
 
+from vllm_evidence._adapters.outcome import Outcome
+from vllm_evidence._adapters.startup_log import CompileCacheForm, LifeKind, RankForm
+from vllm_evidence._assessment import REGISTRY, Verdict
+from vllm_evidence._audit import Verdict as AuditVerdict
+from vllm_evidence._capture.batch import CaptureOrigin, ExchangeRole, ProvenanceKind, Transport
+from vllm_evidence._capture.follow import FollowEvent, FollowState
 from vllm_evidence._claims import CLAIMS
-from vllm_evidence.adapters.outcome import Outcome
-from vllm_evidence.adapters.startup_log import CompileCacheForm, LifeKind, RankForm
-from vllm_evidence.assessment import REGISTRY, Verdict
-from vllm_evidence.audit import Verdict as AuditVerdict
-from vllm_evidence.capture.batch import CaptureOrigin, ExchangeRole, ProvenanceKind, Transport
-from vllm_evidence.capture.follow import FollowEvent, FollowState
+from vllm_evidence._readback.evidence import SourceKind, Subject, arm_name
+from vllm_evidence._readback.parallel import RankAttribution
 from vllm_evidence.decisions import LogJoinReason
-from vllm_evidence.readback.evidence import SourceKind, Subject, arm_name
-from vllm_evidence.readback.parallel import RankAttribution
 from vllm_evidence.serialize import SCHEMA_NAMES, schema
 from vllm_evidence.upstream import (
     CapacityAuthority,
@@ -38,11 +38,11 @@ from vllm_evidence.upstream import (
     HealthCoverage,
     IncarnationMarker,
     ParallelEvidenceKind,
+    ReadHow,
     RouteGate,
     executor_marker_laws,
 )
-from vllm_evidence.upstream import SourceKind as ReadHow
-from vllm_evidence.watch.round import Reach
+from vllm_evidence.watch._round import Reach
 
 
 def _values(members: Iterable[enum.Enum]) -> frozenset[object]:
@@ -187,7 +187,7 @@ def test_every_source_still_matches_a_schema_enum() -> None:
 
 def test_the_route_outcome_arms_are_the_outcome_classes() -> None:
     """The schema's ``arm_*`` definitions are the outcome arms, each ``outcome`` const the
-    arm's name (:func:`~vllm_evidence.readback.evidence.arm_name`: its class, in snake
+    arm's name (:func:`~vllm_evidence._readback.evidence.arm_name`: its class, in snake
     case)."""
     defs = schema("assessment")["$defs"]
     arms = {k: v for k, v in defs.items() if k.startswith("arm_")}

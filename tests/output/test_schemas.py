@@ -30,16 +30,16 @@ from jsonschema.exceptions import best_match
 from packaging.version import Version
 
 from tests.golden.test_golden_outputs import BARE, LOGS, OUTPUTS, SERVERS
-from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
-from vllm_evidence.audit import Installed, RouteTable, audit
-from vllm_evidence.capture.directory import MANIFEST, manifest_document
+from vllm_evidence._adapters.startup_log import StartupLog, read_startup_log
+from vllm_evidence._audit import Installed, RouteTable, audit
+from vllm_evidence._capture.directory import MANIFEST, manifest_document
+from vllm_evidence._output.assessment import assessment_document, server_document
+from vllm_evidence._output.audit import audit_document
+from vllm_evidence._output.startup_log import startup_log_document
+from vllm_evidence._readback import historical_bundle, load
 from vllm_evidence.cli import main
-from vllm_evidence.output.assessment import assessment_document, server_document
-from vllm_evidence.output.audit import audit_document
-from vllm_evidence.output.startup_log import startup_log_document
-from vllm_evidence.readback import historical_bundle, load
 from vllm_evidence.serialize import SCHEMA_NAMES, schema
-from vllm_evidence.testing.strategies import (
+from vllm_evidence.testing._strategies import (
     CaptureDirectory,
     assessments,
     capture_directories,
@@ -229,7 +229,7 @@ def test_explain_json_of_every_fixture_validates(directory: Path) -> None:
 
 def test_a_probe_of_several_servers_validates_line_by_line() -> None:
     bundle = load(SERVERS[0], bodies=True)
-    from vllm_evidence.assessment import assess
+    from vllm_evidence._assessment import assess
 
     _assert_valid("assessment", server_document("http://a:8000", assess(bundle)))
     _assert_valid("assessment", server_document("http://b:8000", "connection refused"))
@@ -272,9 +272,9 @@ def test_audit_document_validates(version: str) -> None:
 
 
 def _saved_manifest(directory: Path, tmp_path: Path) -> Any:
-    from vllm_evidence.capture.directory import save
-    from vllm_evidence.capture.http import probe_sync
-    from vllm_evidence.testing.stub import serve_capture
+    from vllm_evidence._capture.directory import save
+    from vllm_evidence._capture.http import probe_sync
+    from vllm_evidence.testing._stub import serve_capture
 
     served = directory / "with-key" if (directory / "with-key").is_dir() else directory
     with serve_capture(served) as door:
@@ -296,7 +296,7 @@ _SLOW = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCh
 @_SLOW
 @given(capture_directories())
 def test_generated_captures_validate(capture: CaptureDirectory) -> None:
-    from vllm_evidence.assessment import assess
+    from vllm_evidence._assessment import assess
 
     bundle = historical_bundle(capture.bodies, statuses=capture.statuses)
     log = None
@@ -324,10 +324,10 @@ def test_generated_startup_logs_validate(log: Any) -> None:
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(capture_directories(startup_log=False))
 def test_generated_probes_and_manifests_validate(capture: CaptureDirectory) -> None:
-    from vllm_evidence.assessment import assess
-    from vllm_evidence.capture.http import probe_sync
-    from vllm_evidence.readback import readback_from_batch
-    from vllm_evidence.testing.stub import serve_capture
+    from vllm_evidence._assessment import assess
+    from vllm_evidence._capture.http import probe_sync
+    from vllm_evidence._readback import readback_from_batch
+    from vllm_evidence.testing._stub import serve_capture
 
     with (
         tempfile.TemporaryDirectory(prefix="vllm-evidence-schema-") as tmp,

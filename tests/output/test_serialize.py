@@ -15,16 +15,16 @@ import vllm_evidence
 from tests._paths import REAL
 from tests._reseal import reseal
 from vllm_evidence import serialize
+from vllm_evidence._assessment import Assessment, assess
+from vllm_evidence._capture.directory import MANIFEST, read, save
+from vllm_evidence._capture.http import probe_sync
+from vllm_evidence._measure import BasisPoint, Concurrency, GiB, TokenCount
+from vllm_evidence._readback import load
+from vllm_evidence._readback.evidence import Source, route_source
 from vllm_evidence._seal import SealedTypeError
-from vllm_evidence.assessment import Assessment, assess
-from vllm_evidence.capture.directory import MANIFEST, read, save
-from vllm_evidence.capture.http import probe_sync
 from vllm_evidence.errors import CaptureIntegrityError, InputError
-from vllm_evidence.measure import BasisPoint, Concurrency, GiB, TokenCount
-from vllm_evidence.readback import load
-from vllm_evidence.readback.evidence import Source, route_source
-from vllm_evidence.testing.stub import serve_capture
-from vllm_evidence.upstream.laws import ReleaseLaws
+from vllm_evidence.testing._stub import serve_capture
+from vllm_evidence.upstream._laws import ReleaseLaws
 
 
 def test_generic_hooks_print_values_as_the_documents_do() -> None:
@@ -40,8 +40,8 @@ def test_generic_hooks_print_values_as_the_documents_do() -> None:
 def test_each_rendering_is_for_a_class_without_subclasses_and_comes_before_the_refusal() -> None:
     # register_rendering matches the class itself (cattrs' class hooks also matched its
     # subclasses): it is the same only while no rendered class has one.
-    import vllm_evidence.output.audit
-    import vllm_evidence.rederive._write  # noqa: F401  # every layer's renderings
+    import vllm_evidence._output.audit
+    import vllm_evidence._rederive._write  # noqa: F401  # every layer's renderings
     from vllm_evidence._converter import _refuse_unstructure, _rendered
 
     assert len(_rendered) >= 40
@@ -63,7 +63,7 @@ def test_the_converter_never_structures_a_sealed_type(cls: type[Any]) -> None:
 
 
 def test_a_sealed_type_without_a_hook_is_refused_not_dumped() -> None:
-    from vllm_evidence.measure import MeasureParseFailure
+    from vllm_evidence._measure import MeasureParseFailure
 
     failure = TokenCount.parse("-1")
     assert isinstance(failure, MeasureParseFailure)
@@ -71,8 +71,8 @@ def test_a_sealed_type_without_a_hook_is_refused_not_dumped() -> None:
         serialize.converter.unstructure(failure)
 
 
-def test_the_public_document_functions_are_the_serialize_ones() -> None:
-    assert vllm_evidence.assessment_document is serialize.assessment_document
+def test_the_document_functions_are_the_serialize_ones_alone() -> None:
+    assert not hasattr(vllm_evidence, "assessment_document")  # one home: serialize
     document = serialize.assessment_document(assess(load(REAL, bodies=True)))
     assert document["schema"] == "vllm-evidence.assessment/9"
     assert json.loads(json.dumps(document)) == document

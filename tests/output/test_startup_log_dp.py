@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests._evidence import args, banner, engine_init, log, rank_line
-from vllm_evidence.output.startup_log import render_startup_log
+from vllm_evidence._output.startup_log import render_startup_log
 
 _DP = "(EngineCore_DP{i} pid=20{i}) INFO 11-30 06:01:00 [core.py:100] "
 

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from tests._evidence import bundle, cache_config_metrics, log, server_info_json, version_body
 from vllm_evidence import decisions
+from vllm_evidence._assessment import Assessment, assess
 from vllm_evidence._bounds import MAX_WORLD_SIZE
-from vllm_evidence._seal import SealedTypeError
-from vllm_evidence.assessment import Assessment, assess
+from vllm_evidence._seal import Sealed, SealedTypeError
 from vllm_evidence.decisions import (
     CapacityEstablished,
     IdentityReason,
@@ -177,7 +177,10 @@ DECISION_TYPES: list[type[Any]] = sorted(
     (
         cls
         for name in decisions.__all__
-        if isinstance(cls := getattr(decisions, name), type) and attrs.has(cls)
+        if isinstance(cls := getattr(decisions, name), type)
+        and attrs.has(cls)
+        # the units decisions carry (TokenCount, GiB, …) are values anyone may write
+        and (cls.__module__ != "vllm_evidence._measure" or issubclass(cls, Sealed))
     ),
     key=lambda c: c.__qualname__,
 )

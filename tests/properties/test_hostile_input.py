@@ -15,14 +15,14 @@ import pytest
 from tests._cli import run_cli
 from tests._paths import REAL
 from tests._reseal import reseal
-from vllm_evidence.adapters.failure import BodyParseFailure
-from vllm_evidence.adapters.metrics import MetricsObservation, parse_metrics
-from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
-from vllm_evidence.adapters.version import parse_version
+from vllm_evidence._adapters.failure import BodyParseFailure
+from vllm_evidence._adapters.metrics import MetricsObservation, parse_metrics
+from vllm_evidence._adapters.startup_log import StartupLog, read_startup_log
+from vllm_evidence._adapters.version import parse_version
+from vllm_evidence._measure import MeasureParseFailure, ParseFailureReason, TokenCount
+from vllm_evidence._readback import load
 from vllm_evidence.errors import InputError
-from vllm_evidence.measure import MeasureParseFailure, ParseFailureReason, TokenCount
-from vllm_evidence.readback import load
-from vllm_evidence.testing.stub import serve_capture
+from vllm_evidence.testing._stub import serve_capture
 
 HUGE = "9" * 5000
 

@@ -10,18 +10,18 @@ import tempfile
 
 from hypothesis import HealthCheck, assume, given, settings
 
-from vllm_evidence.adapters.receipt import LaunchReceipt, parse_launch_receipt
-from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
-from vllm_evidence.assessment import Assessment, Subject, assess, claim_established
-from vllm_evidence.capture.http import probe_sync
+from vllm_evidence._adapters.receipt import LaunchReceipt, parse_launch_receipt
+from vllm_evidence._adapters.startup_log import StartupLog, read_startup_log
+from vllm_evidence._assessment import Assessment, Subject, assess, claim_established
+from vllm_evidence._capture.http import probe_sync
+from vllm_evidence._readback import CapturedReadback, readback_from_batch
 from vllm_evidence.decisions import LogJoined, LogJoinRefused
-from vllm_evidence.readback import CapturedReadback, readback_from_batch
-from vllm_evidence.testing.strategies import (
+from vllm_evidence.testing._strategies import (
     WitnessedLaunch,
     launcher_verification_key,
     witnessed_launches,
 )
-from vllm_evidence.testing.stub import serve_capture
+from vllm_evidence.testing._stub import serve_capture
 
 #: The claims a minimal front door cannot establish alone (so a log would be the source).
 FROM_THE_LOG = ("parallel", "capacity", "served_identity", "health_coverage")

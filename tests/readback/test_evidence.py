@@ -6,7 +6,7 @@ hand.
 
 from __future__ import annotations
 
-from vllm_evidence.readback.evidence import arm_name, route_source
+from vllm_evidence._readback.evidence import arm_name, route_source
 
 
 class NotFound:

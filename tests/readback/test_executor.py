@@ -9,8 +9,8 @@ from __future__ import annotations
 from packaging.version import Version
 
 from tests._evidence import banner, log
-from vllm_evidence.adapters.startup_log import ExecutorMarker, ExecutorObservation, Launch
-from vllm_evidence.readback.executor import compatible_backends, resolve_executor
+from vllm_evidence._adapters.startup_log import ExecutorMarker, ExecutorObservation, Launch
+from vllm_evidence._readback.executor import compatible_backends, resolve_executor
 from vllm_evidence.upstream import ExecutorBackend
 
 MP, RAY = ExecutorBackend.MP, ExecutorBackend.RAY

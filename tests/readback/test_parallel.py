@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 
 from tests._evidence import args, banner, engine_init, log, rank_line
-from vllm_evidence.adapters.startup_log import Launch, StartupLog, read_startup_log
-from vllm_evidence.output.startup_log import render_startup_log, startup_log_document
-from vllm_evidence.readback.parallel import RankAttribution, engine_local_rank, launch_parallel
+from vllm_evidence._adapters.startup_log import Launch, StartupLog, read_startup_log
+from vllm_evidence._output.startup_log import render_startup_log, startup_log_document
+from vllm_evidence._readback.parallel import RankAttribution, engine_local_rank, launch_parallel
 
 REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real"
 LOGS = sorted(REAL.rglob("startup.log"))
@@ -421,7 +421,7 @@ def test_a_worker_tag_of_an_independent_engine_needs_its_engine_named() -> None:
     assert killed.unmapped_tags == ()
 
 
-# Every worker-tag form the releases print (adapters/startup_log/_workers.py), on a memory
+# Every worker-tag form the releases print (_adapters/startup_log/_workers.py), on a memory
 # line of a worker with no rank line: (tag, release, TP, PP, DP, the global rank its name
 # gives under those sizes, or None).  Expected ranks by hand from vLLM's layout: TP
 # fastest, then PP, then DP.

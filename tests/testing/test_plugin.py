@@ -13,8 +13,9 @@ import sys
 
 import pytest
 
-from vllm_evidence.assessment import assess
-from vllm_evidence.capture.http import probe_sync
+from vllm_evidence._assessment import assess
+from vllm_evidence._capture.http import probe_sync
+from vllm_evidence._readback import readback_from_batch
 from vllm_evidence.decisions import (
     JoinedIncarnation,
     LogJoined,
@@ -22,7 +23,6 @@ from vllm_evidence.decisions import (
     ParallelEstablished,
 )
 from vllm_evidence.errors import InputError
-from vllm_evidence.readback import readback_from_batch
 from vllm_evidence.testing import (
     Fault,
     FrontDoorFactory,
@@ -35,7 +35,7 @@ from vllm_evidence.upstream import Route
 
 def test_stub_and_plugin_do_not_need_hypothesis() -> None:
     code = (
-        "import sys, vllm_evidence.testing, vllm_evidence.testing.plugin; "
+        "import sys, vllm_evidence.testing, vllm_evidence.testing._plugin; "
         "from vllm_evidence.testing import serve_capture, CaptureDirectory; "
         "print('hypothesis' in sys.modules)"
     )

@@ -19,11 +19,13 @@ import pytest
 from hypothesis import HealthCheck, Phase, find, given, settings
 from hypothesis import strategies as st
 
-from vllm_evidence.adapters.outcome import Parsed
-from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
-from vllm_evidence.assessment import CLAIMS, Claim, Subject, assess, claim_established
-from vllm_evidence.capture.batch import CaptureBatch, CaptureOrigin
-from vllm_evidence.capture.http import probe_sync
+from vllm_evidence._adapters.outcome import Parsed
+from vllm_evidence._adapters.startup_log import StartupLog, read_startup_log
+from vllm_evidence._assessment import CLAIMS, Claim, Subject, assess, claim_established
+from vllm_evidence._capture.batch import CaptureBatch, CaptureOrigin
+from vllm_evidence._capture.http import probe_sync
+from vllm_evidence._readback import readback_from_batch
+from vllm_evidence._readback.executor import resolve_executor
 from vllm_evidence.decisions import (
     CapacityEstablished,
     HealthCoverageEstablished,
@@ -35,9 +37,7 @@ from vllm_evidence.decisions import (
     ParallelReason,
     ParallelRefused,
 )
-from vllm_evidence.readback import readback_from_batch
-from vllm_evidence.readback.executor import resolve_executor
-from vllm_evidence.testing.strategies import (
+from vllm_evidence.testing._strategies import (
     BACKENDS,
     RELEASES,
     GeneratedLog,
@@ -46,7 +46,7 @@ from vllm_evidence.testing.strategies import (
     mixed_builds,
     servers,
 )
-from vllm_evidence.testing.stub import serve_capture
+from vllm_evidence.testing._stub import serve_capture
 from vllm_evidence.upstream import ExecutorBackend, Route
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

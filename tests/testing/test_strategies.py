@@ -16,15 +16,15 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from tests.adapters.test_metrics import assert_same
 from vllm_evidence import Assessment, StartupLog, read_startup_log
-from vllm_evidence.adapters.metrics import MetricsObservation, parse_metrics
-from vllm_evidence.adapters.models import ServedModels, parse_models
-from vllm_evidence.adapters.server_info import (
+from vllm_evidence._adapters.metrics import MetricsObservation, parse_metrics
+from vllm_evidence._adapters.models import ServedModels, parse_models
+from vllm_evidence._adapters.server_info import (
     ServerInfo,
     parse_server_info_json,
     parse_server_info_text,
 )
-from vllm_evidence.capture.batch import CaptureBatch
-from vllm_evidence.readback import CapturedReadback, HistoricalBundle
+from vllm_evidence._capture.batch import CaptureBatch
+from vllm_evidence._readback import CapturedReadback, HistoricalBundle
 from vllm_evidence.testing import (
     CACHE_CONFIG_LABELS,
     RELEASES,
@@ -37,7 +37,7 @@ from vllm_evidence.testing import (
     server_info_texts,
     startup_log_examples,
 )
-from vllm_evidence.upstream.routes import Route
+from vllm_evidence.upstream._routes import Route
 
 FAST = settings(max_examples=25, deadline=None)
 

@@ -6,14 +6,14 @@ import pytest
 
 from tests._evidence import front_door_join
 from vllm_evidence import readback_from_batch
-from vllm_evidence.adapters.outcome import Parsed, TimedOut, Unparsed, Unreachable
-from vllm_evidence.capture.http import probe_sync
+from vllm_evidence._adapters.outcome import Parsed, TimedOut, Unparsed, Unreachable
+from vllm_evidence._capture.http import probe_sync
 from vllm_evidence.decisions import JoinReason, JoinUnestablished
 from vllm_evidence.testing import (
     Fault,
     FrontDoorFactory,
 )
-from vllm_evidence.upstream.routes import Route
+from vllm_evidence.upstream._routes import Route
 
 # --- faults, each with the probe's typed outcome -------------------------------------
 
@@ -93,7 +93,7 @@ def test_fault_arguments_are_checked() -> None:
 
 def test_latency_is_checked_and_a_stopped_stub_leaves_no_thread() -> None:
     from tests._paths import REAL
-    from vllm_evidence.testing.stub import serve_capture
+    from vllm_evidence.testing._stub import serve_capture
 
     with pytest.raises(ValueError, match="latency_s"), serve_capture(REAL, latency_s=-1):
         pass
@@ -107,7 +107,7 @@ def test_latency_is_checked_and_a_stopped_stub_leaves_no_thread() -> None:
 
 def test_answers_go_out_without_waiting_on_nagle() -> None:
     from tests._paths import REAL
-    from vllm_evidence.testing.stub import serve_capture
+    from vllm_evidence.testing._stub import serve_capture
 
     with serve_capture(REAL) as door:
         handler = door._server.RequestHandlerClass
@@ -120,7 +120,7 @@ def test_a_fixed_port_another_listener_holds_is_waited_for_only_when_asked() -> 
     import threading
 
     from tests._paths import REAL
-    from vllm_evidence.testing.stub import serve_capture
+    from vllm_evidence.testing._stub import serve_capture
 
     holder = socket.socket()
     holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -10,7 +10,7 @@ import time
 import pytest
 
 from tests._paths import REAL
-from vllm_evidence.testing.stub import _Server, serve_capture
+from vllm_evidence.testing._stub import _Server, serve_capture
 
 #: ``SO_LINGER`` on, zero seconds: ``close()`` sends RST, so the server's write fails.
 _RESET = struct.pack("ii", 1, 0)

@@ -11,13 +11,13 @@ from __future__ import annotations
 from hypothesis import given, settings
 
 from tests._paths import REAL
-from vllm_evidence.capture.batch import CaptureBatch
-from vllm_evidence.capture.http import probe_sync
+from vllm_evidence._capture.batch import CaptureBatch
+from vllm_evidence._capture.http import probe_sync
+from vllm_evidence._readback import readback_from_batch
 from vllm_evidence.decisions import JoinedIncarnation, JoinReason
-from vllm_evidence.readback import readback_from_batch
-from vllm_evidence.testing.strategies import capture_batches, servers
-from vllm_evidence.testing.strategies.servers import GeneratedServer
-from vllm_evidence.testing.stub import serve_capture
+from vllm_evidence.testing._strategies import capture_batches, servers
+from vllm_evidence.testing._strategies.servers import GeneratedServer
+from vllm_evidence.testing._stub import serve_capture
 
 FIRST = b"process_start_time_seconds 1.0\n"
 SECOND = b"process_start_time_seconds 2.0\n"

@@ -8,7 +8,7 @@ Each ``# type: ignore[arg-type]`` is needed only because the name is checked; un
 from __future__ import annotations
 
 from vllm_evidence import Assessment, Claim, claim_established
-from vllm_evidence.assessment import ClaimSpec
+from vllm_evidence._assessment import ClaimSpec
 from vllm_evidence.decisions import ParallelEstablished, decide_parallel
 
 

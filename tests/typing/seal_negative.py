@@ -8,9 +8,9 @@ is type-checked, never imported by the tests.
 
 from __future__ import annotations
 
-from vllm_evidence.measure import MeasureParseFailure, ParseFailureReason
+from vllm_evidence._measure import MeasureParseFailure, ParseFailureReason
 from vllm_evidence.upstream import LawNotEstablished, ReleaseLaws, RouteLaw
-from vllm_evidence.upstream.laws import Question
+from vllm_evidence.upstream._laws import Question
 
 
 def direct_calls() -> None:

@@ -10,7 +10,7 @@ import pytest
 from packaging.version import Version
 
 from tests._evidence import release_laws as _laws
-from vllm_evidence.adapters.startup_log import ExecutorMarker
+from vllm_evidence._adapters.startup_log import ExecutorMarker
 from vllm_evidence.upstream import (
     EXECUTOR_FILES,
     EXECUTOR_LAW_TABLE,
@@ -41,8 +41,8 @@ from vllm_evidence.upstream import (
     executor_marker_laws,
     laws_for,
 )
-from vllm_evidence.upstream.laws import CACHE_CONFIG_LABELS_KEY as _CACHE_KEY
-from vllm_evidence.upstream.laws import release_laws
+from vllm_evidence.upstream._laws import CACHE_CONFIG_LABELS_KEY as _CACHE_KEY
+from vllm_evidence.upstream._laws import release_laws
 
 READ = [r.version for r in READ_RELEASES]
 

@@ -44,7 +44,7 @@ def test_parse_release_refuses_non_versions(text: str) -> None:
 
 
 def test_a_span_runs_only_between_read_releases_in_order() -> None:
-    from vllm_evidence.upstream.releases import span
+    from vllm_evidence.upstream._releases import span
 
     ok = span("0.8.5", "0.11.0")
     assert (ok.first, ok.last) == (Version("0.8.5"), Version("0.11.0"))

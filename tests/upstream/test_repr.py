@@ -18,7 +18,7 @@ from vllm_evidence.upstream import (
     ParallelEvidenceLaw,
     Route,
 )
-from vllm_evidence.upstream.releases import span
+from vllm_evidence.upstream._releases import span
 
 
 def test_a_law_names_its_question_span_and_own_fields() -> None:
@@ -76,7 +76,7 @@ def test_every_other_law_type_names_its_question_span_and_own_fields() -> None:
     """The law types the test above does not show, one each (hand-written)."""
     from packaging.version import Version
 
-    from vllm_evidence.adapters.startup_log import ExecutorMarker
+    from vllm_evidence._adapters.startup_log import ExecutorMarker
     from vllm_evidence.upstream import executor_marker_law
 
     laws = release_laws("0.8.5")

@@ -29,7 +29,7 @@ from vllm_evidence.upstream import (
     Question,
     RouteLaw,
 )
-from vllm_evidence.upstream import table as table_module
+from vllm_evidence.upstream import _table as table_module
 
 OLD = "0.6.6.post1"  # the oldest read release
 NEW = "0.33.0"  # the newest read release
@@ -150,7 +150,7 @@ EXPECTED_KEYS = [
     "incarnation.process_start_time_seconds",
 ]
 
-# "vX: path …" or "first-hand vX: what a real server printed" (see upstream/table.py).
+# "vX: path …" or "first-hand vX: what a real server printed" (see upstream/_table.py).
 CITATION = re.compile(r"(first-hand )?v0\.\d+\.\d+(\.post1|\.\d+)?: \S")
 
 

@@ -9,8 +9,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from vllm_evidence.adapters.receipt import RECEIPT_SCHEMA, ReceiptRecord, signed_receipt_document
-from vllm_evidence.capture.signing import SigningKey
+from vllm_evidence._adapters.receipt import RECEIPT_SCHEMA, ReceiptRecord, signed_receipt_document
+from vllm_evidence._capture.signing import SigningKey
 from vllm_evidence.watch import Round, Watcher
 
 ROOT = Path(__file__).resolve().parents[2]

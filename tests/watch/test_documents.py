@@ -1,4 +1,4 @@
-"""A watch's JSON lines (:mod:`vllm_evidence.watch.documents`) against their published
+"""A watch's JSON lines (:mod:`vllm_evidence.watch._documents`) against their published
 schemas (``schemas/watch-round.json``, ``schemas/watch-transition.json``): every document
 a real sequence of rounds produces validates, one missing a key or carrying a wrong value
 does not, and labels reach every document about their target.  Field values are written
@@ -16,7 +16,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from tests.watch._kit import DEATH, KILL, PUBLIC, launch_files, log_lines, turn, write_receipt
-from vllm_evidence.testing.stub import serve_capture
+from vllm_evidence.testing._stub import serve_capture
 from vllm_evidence.watch import (
     ROUND_SCHEMA,
     TRANSITION_SCHEMA,

@@ -1,4 +1,4 @@
-"""The log follower (:mod:`vllm_evidence.capture.follow`): appended bytes only, and every
+"""The log follower (:mod:`vllm_evidence._capture.follow`): appended bytes only, and every
 way the file under the path can change said as a state or an event, never raised.
 
 Each expected offset, byte string and event is written by hand from what the test did
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from vllm_evidence.capture.follow import FollowEvent, FollowState, LogFollower
+from vllm_evidence._capture.follow import FollowEvent, FollowState, LogFollower
 
 
 def write(path: Path, data: bytes) -> None:

@@ -1,4 +1,4 @@
-"""A startup log read as it grows (:mod:`vllm_evidence.adapters.startup_log.followed`).
+"""A startup log read as it grows (:mod:`vllm_evidence._adapters.startup_log.followed`).
 
 The oracle is the whole-file reader, ``read_startup_log``, run over a file of exactly the
 bytes fed so far: every prefix of real and generated logs, cut at arbitrary places
@@ -19,10 +19,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests._paths import PUBLIC
-from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
-from vllm_evidence.adapters.startup_log.followed import FollowedStartupLog
-from vllm_evidence.capture.log import LogReadFailure, LogReadFailureReason
-from vllm_evidence.testing.strategies import startup_logs
+from vllm_evidence._adapters.startup_log import StartupLog, read_startup_log
+from vllm_evidence._adapters.startup_log.followed import FollowedStartupLog
+from vllm_evidence._capture.log import LogReadFailure, LogReadFailureReason
+from vllm_evidence.testing._strategies import startup_logs
 
 ROOT = Path(__file__).resolve().parents[2]
 KILL = ROOT / "tests/fixtures/real/vllm-0.32.0-cpu/tp2-worker-kill/startup.log"

@@ -29,9 +29,9 @@ from tests.watch._kit import (
     turn,
     write_receipt,
 )
-from vllm_evidence.capture.follow import FollowEvent, FollowState
+from vllm_evidence._capture.follow import FollowEvent, FollowState
 from vllm_evidence.errors import InputError
-from vllm_evidence.testing.stub import serve_capture
+from vllm_evidence.testing._stub import serve_capture
 from vllm_evidence.upstream import Route
 from vllm_evidence.watch import (
     ClaimChanged,
@@ -319,7 +319,7 @@ def test_a_server_answering_only_errors_is_not_answering() -> None:
 
 
 def _error() -> Any:
-    from vllm_evidence.testing.stub import Fault
+    from vllm_evidence.testing._stub import Fault
 
     return Fault(status=500, body=b"{}")
 
@@ -392,7 +392,7 @@ def test_watch_refuses_a_round_count_that_is_not_one() -> None:
 def test_a_round_reads_only_what_was_appended_to_the_log(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from vllm_evidence.adapters.startup_log.followed import FollowedStartupLog
+    from vllm_evidence._adapters.startup_log.followed import FollowedStartupLog
 
     fed: list[int] = []
     feed = FollowedStartupLog.feed
@@ -419,7 +419,7 @@ def test_a_round_reads_only_what_was_appended_to_the_log(
 def test_only_a_receipt_signed_by_the_launchers_key_joins_the_log(tmp_path: Path) -> None:
     import re
 
-    from vllm_evidence.capture.signing import SigningKey
+    from vllm_evidence._capture.signing import SigningKey
 
     log, receipt = launch_files(tmp_path)
     # On the port the launch was given, so that no port stands before the signature.

@@ -1,4 +1,4 @@
-"""Targets and targets files (:mod:`vllm_evidence.watch.targets`): the plain form and
+"""Targets and targets files (:mod:`vllm_evidence.watch._targets`): the plain form and
 Prometheus file_sd (JSON, YAML), hostile entries refused in one line naming the entry,
 and shards that depend on the URL alone.
 
@@ -17,7 +17,7 @@ import pytest
 
 from vllm_evidence.errors import InputError
 from vllm_evidence.watch import Shard, Target, TargetsFileError, parse_targets, read_targets
-from vllm_evidence.watch.targets import MAX_LABEL_CHARS, TARGETS_FILE_LIMIT
+from vllm_evidence.watch._targets import MAX_LABEL_CHARS, TARGETS_FILE_LIMIT
 
 
 def parse(text: str, name: str = "fleet.txt", base: Path | None = None) -> list[Target]:

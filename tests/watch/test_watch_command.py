@@ -19,7 +19,7 @@ from jsonschema import Draft202012Validator
 
 from tests.watch._kit import KILL
 from vllm_evidence.cli import main
-from vllm_evidence.testing.stub import serve_capture
+from vllm_evidence.testing._stub import serve_capture
 from vllm_evidence.watch import ROUND_SCHEMA, TRANSITION_SCHEMA, Shard, Target
 
 

@@ -27,7 +27,7 @@ import pytest
 from tests._ports import nothing_listening
 from tests.watch._kit import KILL
 from vllm_evidence.cli import main
-from vllm_evidence.testing.stub import serve_capture
+from vllm_evidence.testing._stub import serve_capture
 
 SERVING = re.compile(r"serving (http://127\.0\.0\.1:(\d+)) \(/ready /live /metrics /assessment\)")
 

@@ -9,7 +9,7 @@ read, is an ``error`` line.
 **A log and a receipt per target.**  A targets file line may name, after its URL, the
 server's startup log (``log=PATH``) and its launch receipt (``receipt=PATH``), relative
 to the file's directory (:class:`FleetTarget`).  Each is read with the bounded readers
-(:func:`~vllm_evidence.adapters.receipt.read_launch_receipt`, its signature checked
+(:func:`~vllm_evidence._adapters.receipt.read_launch_receipt`, its signature checked
 under ``--receipt-public-key``; then the log to the receipt's length) and assessed with
 that target alone, in the same worker that parses its bodies.
 
@@ -27,7 +27,7 @@ what the loop still does with a large body is write it.  A batch of at most
 the loop: a server that answers nothing costs no process.
 
 **Memory is bounded in all, not per server.**  Every probe of the run shares one
-:class:`~vllm_evidence.capture.http.BodyBudget` (``--memory-budget``): the body bytes
+:class:`~vllm_evidence._capture.http.BodyBudget` (``--memory-budget``): the body bytes
 being read and those waiting to be assessed stay within it, whatever the servers send; a
 request that would pass it waits before it is sent (its timeout and its batch's deadline
 do not count the wait), and is never refused.  A batch's bytes are given back once it
@@ -57,12 +57,12 @@ from vllm_evidence._cli._report import (
 if TYPE_CHECKING:
     import asyncio
 
+    from vllm_evidence._adapters.startup_log import StartupLog
+    from vllm_evidence._assessment import Assessment
+    from vllm_evidence._capture.batch import CaptureBatch
+    from vllm_evidence._capture.http import BodyBudget, ProbeSession
+    from vllm_evidence._capture.signing import SigningKey, VerificationKey
     from vllm_evidence._claims import Claim
-    from vllm_evidence.adapters.startup_log import StartupLog
-    from vllm_evidence.assessment import Assessment
-    from vllm_evidence.capture.batch import CaptureBatch
-    from vllm_evidence.capture.http import BodyBudget, ProbeSession
-    from vllm_evidence.capture.signing import SigningKey, VerificationKey
 
 PROG = "vllm-evidence probe"
 
@@ -100,7 +100,7 @@ def receipt_public_key(path: str | None, *, receipts: bool) -> VerificationKey |
     log).  ``receipts``: whether any receipt is given (a key for none is bad usage)."""
     import os
 
-    from vllm_evidence.capture.signing import (
+    from vllm_evidence._capture.signing import (
         environment_verification_key,
         read_verification_key,
     )
@@ -119,7 +119,7 @@ def receipt_public_key(path: str | None, *, receipts: bool) -> VerificationKey |
 def read_log(path: str, first_bytes: int | None = None) -> StartupLog:
     """The startup log at ``path`` (to ``first_bytes``); an :class:`InputError` (one
     line) when it cannot be read."""
-    from vllm_evidence.adapters.startup_log import LogReadFailure, read_startup_log
+    from vllm_evidence._adapters.startup_log import LogReadFailure, read_startup_log
     from vllm_evidence.errors import InputError
 
     log = read_startup_log(path, first_bytes=first_bytes)
@@ -147,7 +147,7 @@ def _save(
 def _save_to(
     batch: CaptureBatch, directory: Path, startup_log: str | None, sign_key: SigningKey | None
 ) -> str | None:
-    from vllm_evidence.capture.directory import save
+    from vllm_evidence._capture.directory import save
     from vllm_evidence.errors import InputError
 
     try:
@@ -163,7 +163,7 @@ def _slug(target: str) -> str:
 
 def _cleaned_or_raw(url: str) -> str:
     """The URL without credentials, for naming its folder (a bad URL is never saved)."""
-    from vllm_evidence.capture.http import clean_target
+    from vllm_evidence._capture.http import clean_target
     from vllm_evidence.errors import InputError
 
     try:
@@ -247,11 +247,11 @@ def assess_job(job: _Job) -> _Outcome:
     """Save (with ``--save``), parse, assess and render one server: in a worker process
     for a large batch, on the event loop for a small one (the same function either way,
     so a fleet's result is the one probing the server alone gives)."""
+    from vllm_evidence._adapters.receipt import read_launch_receipt
+    from vllm_evidence._assessment import assess
+    from vllm_evidence._readback import readback_from_batch
     from vllm_evidence._scrub import scrub
-    from vllm_evidence.adapters.receipt import read_launch_receipt
-    from vllm_evidence.assessment import assess
     from vllm_evidence.errors import InputError
-    from vllm_evidence.readback import readback_from_batch
 
     try:
         # The receipt first, then the log up to its length (the log grows after it).
@@ -295,7 +295,7 @@ def _dumps(value: object) -> tuple[bytes, list[memoryview]]:
     import io
     import pickle
 
-    from vllm_evidence.capture.batch import Exchange
+    from vllm_evidence._capture.batch import Exchange
 
     def beside(field: object) -> object:
         if type(field) is bytes and len(field) >= _OUT_OF_BAND:
@@ -326,11 +326,11 @@ def serve_worker(source: Any = None, sink: Any = None) -> None:
         source, sink = sys.stdin.buffer, sys.stdout.buffer
         sys.stdout = sys.stderr  # a stray print() must not corrupt the answers
         # Imported while the command is still reading its first servers.
-        import vllm_evidence.assessment
-        import vllm_evidence.capture.directory
-        import vllm_evidence.output.assessment
-        import vllm_evidence.output.report
-        import vllm_evidence.readback  # noqa: F401
+        import vllm_evidence._assessment
+        import vllm_evidence._capture.directory
+        import vllm_evidence._output.assessment
+        import vllm_evidence._output.report
+        import vllm_evidence._readback  # noqa: F401
 
         key = _read_message(source)
         if key is _END:
@@ -760,7 +760,7 @@ class _Fleet:
     async def run(self) -> None:
         import asyncio
 
-        from vllm_evidence.capture.http import ProbeSession, ProbeSettings
+        from vllm_evidence._capture.http import ProbeSession, ProbeSettings
 
         args = self.args
         pending = iter(enumerate(self.urls))
@@ -847,8 +847,8 @@ class _Fleet:
     async def _one(
         self, index: int, url: str, session: ProbeSession, group: asyncio.TaskGroup
     ) -> None:
+        from vllm_evidence._capture.http import clean_target
         from vllm_evidence._scrub import scrub
-        from vllm_evidence.capture.http import clean_target
         from vllm_evidence.errors import InputError
 
         args = self.args
@@ -921,7 +921,7 @@ def concurrency_within_file_limit(concurrency: int) -> int:
     reported unreachable for a want of files here.  The soft limit is raised toward the
     hard one when short; what still does not fit lowers the concurrency.
     """
-    from vllm_evidence.capture.http import CONNECTIONS_PER_PROBE
+    from vllm_evidence._capture.http import CONNECTIONS_PER_PROBE
 
     try:
         import resource
@@ -966,7 +966,7 @@ MIB: Final = 1024 * 1024
 def _budget(args: argparse.Namespace, key: str | None) -> BodyBudget | int:
     """The run's body budget (``--memory-budget``), or the exit status of its refusal:
     a budget smaller than what one server may send could never let its probe finish."""
-    from vllm_evidence.capture.http import (
+    from vllm_evidence._capture.http import (
         DEFAULT_BODY_BUDGET_BYTES,
         BodyBudget,
         worst_case_body_bytes,
@@ -998,12 +998,12 @@ def run_fleet(
 
     # What every result needs, imported before any socket is open: an import mid-run
     # needs a free file too.
-    import vllm_evidence.assessment
-    import vllm_evidence.output.assessment
-    import vllm_evidence.readback
+    import vllm_evidence._assessment
+    import vllm_evidence._output.assessment
+    import vllm_evidence._readback
 
     if not args.json:
-        import vllm_evidence.output.report  # noqa: F401  # the table's rows
+        import vllm_evidence._output.report  # noqa: F401  # the table's rows
     _collect_less()
 
     wanted = min(args.concurrency, len(urls))

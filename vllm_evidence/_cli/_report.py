@@ -12,8 +12,8 @@ from vllm_evidence._cli._output import emit_json, json_text, styled
 from vllm_evidence._scrub import scrub
 
 if TYPE_CHECKING:
+    from vllm_evidence._assessment import Assessment
     from vllm_evidence._claims import Claim
-    from vllm_evidence.assessment import Assessment
 
 __all__ = [
     "FLEET_COLUMNS",
@@ -50,7 +50,7 @@ def add_report_arguments(parser: argparse.ArgumentParser) -> None:
 
 def refused_claims(assessment: Assessment, required: Sequence[Claim]) -> list[str]:
     """The required claims that ``assessment`` does not establish."""
-    from vllm_evidence.assessment import claim_established
+    from vllm_evidence._assessment import claim_established
 
     return [claim for claim in required if not claim_established(assessment, claim)]
 
@@ -109,7 +109,7 @@ def gate_one(prog: str, assessment: Assessment, required: Sequence[Claim], serve
 def print_report(assessment: Assessment, *, json_out: bool, target: str | None = None) -> None:
     """One server: every decision, why, what would move them, the laws, provenance."""
     if json_out:
-        from vllm_evidence.output.assessment import assessment_document, server_document
+        from vllm_evidence._output.assessment import assessment_document, server_document
 
         emit_json(
             assessment_document(assessment)
@@ -117,7 +117,7 @@ def print_report(assessment: Assessment, *, json_out: bool, target: str | None =
             else server_document(target, assessment)
         )
         return
-    from vllm_evidence.output.report import (
+    from vllm_evidence._output.report import (
         REPORT_WIDTH,
         render_report,
         report_lines,
@@ -158,7 +158,7 @@ def fleet_json_line(target: str, result: Assessment | str) -> str:
     """One server of a fleet as one JSON line (``target`` first, then the assessment
     document, also for a server that answered nothing; ``error`` only for a target that is
     not a URL): lines of several runs or shards concatenate into one fleet."""
-    from vllm_evidence.output.assessment import server_document
+    from vllm_evidence._output.assessment import server_document
 
     return json_text(server_document(target, result), indent=None) + "\n"
 
@@ -167,7 +167,7 @@ def fleet_cells(target: str, result: Assessment | str) -> list[str]:
     """One server's row of the fleet table (:data:`FLEET_COLUMNS`)."""
     if isinstance(result, str):
         return [target, "-", "-", "-", "-", "-", result]
-    from vllm_evidence.output.report import fleet_row
+    from vllm_evidence._output.report import fleet_row
 
     row = fleet_row(target, result)
     tp = row.tensor_parallel_size

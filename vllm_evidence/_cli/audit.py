@@ -60,9 +60,9 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Probe the installed vLLM, audit its release's laws, print the findings."""
-    from vllm_evidence.audit import RouteTable, Verdict, audit, exit_status, route_table_from_log
-    from vllm_evidence.audit.installed import probe_installed_vllm
-    from vllm_evidence.output.audit import audit_document
+    from vllm_evidence._audit import RouteTable, Verdict, audit, exit_status, route_table_from_log
+    from vllm_evidence._audit.installed import probe_installed_vllm
+    from vllm_evidence._output.audit import audit_document
     from vllm_evidence.upstream import VersionNotEstablished, laws_for, parse_release
 
     tables: dict[str, RouteTable | None] = {"dev": None, "plain": None}

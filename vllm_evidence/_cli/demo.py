@@ -88,13 +88,13 @@ def run(args: argparse.Namespace) -> int:
     """Serve the scenario, probe it, assess with its log and receipt, print."""
     from importlib import resources  # here: ~5 ms of imports every command would pay
 
-    from vllm_evidence.adapters.receipt import read_launch_receipt
-    from vllm_evidence.adapters.startup_log import LogReadFailure, read_startup_log
-    from vllm_evidence.assessment import assess
-    from vllm_evidence.capture.http import probe_sync
-    from vllm_evidence.capture.signing import read_verification_key
-    from vllm_evidence.readback import readback_from_batch
-    from vllm_evidence.testing.stub import serve_capture
+    from vllm_evidence._adapters.receipt import read_launch_receipt
+    from vllm_evidence._adapters.startup_log import LogReadFailure, read_startup_log
+    from vllm_evidence._assessment import assess
+    from vllm_evidence._capture.http import probe_sync
+    from vllm_evidence._capture.signing import read_verification_key
+    from vllm_evidence._readback import readback_from_batch
+    from vllm_evidence.testing._stub import serve_capture
 
     shipped = resources.files("vllm_evidence") / "demo_data"
     with resources.as_file(shipped / DEMO_RECEIPT_PUBLIC_KEY) as key_path:

@@ -12,7 +12,7 @@ from vllm_evidence._cli._report import add_report_arguments, gate_one, print_rep
 from vllm_evidence._scrub import scrub
 
 if TYPE_CHECKING:
-    from vllm_evidence.capture.signing import VerificationKey
+    from vllm_evidence._capture.signing import VerificationKey
 
 PROG = "vllm-evidence explain"
 
@@ -96,7 +96,7 @@ def _verify_key(args: argparse.Namespace) -> VerificationKey | bytes | None:
     text), or the HMAC key bytes in the variable for a capture saved before."""
     import os
 
-    from vllm_evidence.capture.signing import (
+    from vllm_evidence._capture.signing import (
         environment_hmac_key,
         environment_verification_key,
         read_verification_key,
@@ -113,11 +113,11 @@ def _verify_key(args: argparse.Namespace) -> VerificationKey | bytes | None:
 
 def run(args: argparse.Namespace) -> int:
     """Load the directory (and log), assess, print, and gate on ``--require``."""
-    from vllm_evidence.adapters.startup_log import LogReadFailure, read_startup_log
-    from vllm_evidence.assessment import assess
-    from vllm_evidence.capture.directory import BareBodies, read_capture
+    from vllm_evidence._adapters.startup_log import LogReadFailure, read_startup_log
+    from vllm_evidence._assessment import assess
+    from vllm_evidence._capture.directory import BareBodies, read_capture
+    from vllm_evidence._readback import historical_bundle, readback_from_batch
     from vllm_evidence.errors import CaptureIntegrityError, InputError
-    from vllm_evidence.readback import historical_bundle, readback_from_batch
 
     try:
         read = read_capture(args.directory, bodies=args.bodies, verify_key=_verify_key(args))
@@ -135,7 +135,7 @@ def run(args: argparse.Namespace) -> int:
         return fail(PROG, "--receipt goes with a startup log: a receipt witnesses a log")
     receipt = None
     if args.receipt:
-        from vllm_evidence.adapters.receipt import read_launch_receipt
+        from vllm_evidence._adapters.receipt import read_launch_receipt
 
         try:
             receipt = read_launch_receipt(args.receipt, verification_key=receipt_key)

@@ -8,7 +8,7 @@ from types import FrameType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from vllm_evidence.capture.signing import SigningKey
+    from vllm_evidence._capture.signing import SigningKey
 
 __all__ = ["register"]
 
@@ -162,7 +162,7 @@ def _signing_key(args: argparse.Namespace) -> SigningKey | None:
     usage, as is one without --receipt)."""
     import os
 
-    from vllm_evidence.capture.signing import environment_signing_key, read_signing_key
+    from vllm_evidence._capture.signing import environment_signing_key, read_signing_key
     from vllm_evidence.errors import InputError
 
     if args.receipt_signing_key is not None:
@@ -202,10 +202,10 @@ def _run(args: argparse.Namespace) -> int:
         for sig in forwarded:
             previous[sig] = signal.signal(sig, stop)
         mask = signal.pthread_sigmask(signal.SIG_UNBLOCK, forwarded)
+        from vllm_evidence._capture.process import LauncherStopped, SignalRelay
         from vllm_evidence._cli._output import fail
-        from vllm_evidence.capture.process import LauncherStopped, SignalRelay
+        from vllm_evidence._launch import launch
         from vllm_evidence.errors import InputError
-        from vllm_evidence.launch import launch
 
         try:
             relay = SignalRelay()
@@ -226,8 +226,8 @@ def _run(args: argparse.Namespace) -> int:
                         signals=relay,
                         signing_key=_signing_key(args),
                     )
-                from vllm_evidence.gate.launcher import launch_gate
-                from vllm_evidence.gate.loop import parse_interval
+                from vllm_evidence._gate.launcher import launch_gate
+                from vllm_evidence._gate.loop import parse_interval
 
                 interval = 5.0 if args.interval is None else parse_interval(args.interval)
                 _signing_key(args)  # a key file given with --serve is refused

@@ -47,7 +47,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the whole table, or the laws for ``--version``."""
-    from vllm_evidence.output.laws import law_json, laws_document
+    from vllm_evidence._output.laws import law_json, laws_document
     from vllm_evidence.upstream import VersionNotEstablished, laws_for, parse_release
 
     if args.markdown:
@@ -99,7 +99,7 @@ def _scope(doc: dict[str, object]) -> str:
 
 
 def _whole_table(*, json_out: bool) -> int:
-    from vllm_evidence.output.laws import LawTable, laws_document
+    from vllm_evidence._output.laws import LawTable, laws_document
     from vllm_evidence.upstream import LAW_TABLE, READ_RELEASES
 
     if json_out:
@@ -124,7 +124,7 @@ def render_markdown(
 ) -> str:
     """The law table as a Markdown document: per question, each law's span, statement,
     typed rule and citations (``docs/laws.md`` is this output, kept in sync by a test)."""
-    from vllm_evidence.output.laws import law_json
+    from vllm_evidence._output.laws import law_json
 
     out = [
         "# The law table",

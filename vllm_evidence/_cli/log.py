@@ -43,9 +43,9 @@ def register(subparsers: Any) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from vllm_evidence._adapters.startup_log import LogReadFailure, read_startup_log
     from vllm_evidence._cli._exit import EXIT_OK, EXIT_USAGE
-    from vllm_evidence.adapters.startup_log import LogReadFailure, read_startup_log
-    from vllm_evidence.output.startup_log import render_startup_log, startup_log_document
+    from vllm_evidence._output.startup_log import render_startup_log, startup_log_document
 
     wrap: Any = args.wrap_width
     if wrap not in ("auto", "off"):

@@ -13,8 +13,8 @@ from vllm_evidence._cli._output import fail
 from vllm_evidence._cli._report import add_report_arguments, gate_one, print_report
 
 if TYPE_CHECKING:
-    from vllm_evidence.capture.batch import CaptureBatch
-    from vllm_evidence.capture.signing import SigningKey
+    from vllm_evidence._capture.batch import CaptureBatch
+    from vllm_evidence._capture.signing import SigningKey
 
 from vllm_evidence._cli._fleet import (
     PROG,
@@ -176,7 +176,7 @@ def _api_key(args: argparse.Namespace) -> str | None:
             raise InputError(msg)
         return value.strip()
     if args.api_key_file:
-        from vllm_evidence.capture._files import NamedFileError, read_named_file
+        from vllm_evidence._capture._files import NamedFileError, read_named_file
 
         try:
             # A key is one short line: a regular file read to a bounded size, so
@@ -232,7 +232,7 @@ def _targets(args: argparse.Namespace) -> list[FleetTarget]:
     targets = [FleetTarget(url) for url in args.urls]
     if args.targets is None:
         return targets
-    from vllm_evidence.capture._files import NamedFileError, read_named_file
+    from vllm_evidence._capture._files import NamedFileError, read_named_file
 
     try:
         if args.targets == "-":
@@ -258,7 +258,7 @@ def _targets(args: argparse.Namespace) -> list[FleetTarget]:
 
 
 async def _probe_one(url: str, args: argparse.Namespace, key: str | None) -> CaptureBatch:
-    from vllm_evidence.capture.http import probe
+    from vllm_evidence._capture.http import probe
 
     return await probe(
         url,
@@ -280,7 +280,7 @@ def _sign_key(args: argparse.Namespace) -> SigningKey | None:
     if not args.save:
         msg = f"{option} signs a saved capture: give --save DIR"
         raise InputError(msg)
-    from vllm_evidence.capture.signing import environment_signing_key, read_signing_key
+    from vllm_evidence._capture.signing import environment_signing_key, read_signing_key
 
     if args.sign_key is not None:
         return read_signing_key(args.sign_key, what="--sign-key")
@@ -291,10 +291,10 @@ def run(args: argparse.Namespace) -> int:
     """Probe every URL, assess, print, and gate on ``--require``."""
     import asyncio
 
-    from vllm_evidence.adapters.receipt import read_launch_receipt
-    from vllm_evidence.assessment import assess
+    from vllm_evidence._adapters.receipt import read_launch_receipt
+    from vllm_evidence._assessment import assess
+    from vllm_evidence._readback import readback_from_batch
     from vllm_evidence.errors import InputError
-    from vllm_evidence.readback import readback_from_batch
 
     if not math.isfinite(args.timeout) or args.timeout <= 0 or args.concurrency <= 0:
         return fail(
@@ -345,7 +345,7 @@ def run(args: argparse.Namespace) -> int:
             if one.startup_log
             else None
         )
-        from vllm_evidence.capture.http import clean_target
+        from vllm_evidence._capture.http import clean_target
 
         target = clean_target(one.url)
         batch = asyncio.run(_probe_one(one.url, args, key))

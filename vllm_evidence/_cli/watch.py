@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any, Final
 from vllm_evidence._cli._output import fail, json_text, styled
 
 if TYPE_CHECKING:
+    from vllm_evidence._capture.signing import VerificationKey
     from vllm_evidence._claims import Claim
-    from vllm_evidence.capture.signing import VerificationKey
     from vllm_evidence.watch import Round, Target, Transition
 
 PROG = "vllm-evidence watch"
@@ -250,8 +250,8 @@ def run(args: argparse.Namespace) -> int:
     if not targets:
         return fail(PROG, f"no server to watch (--shard {args.shard} holds none of them)")
     # What every round needs, imported before the first socket opens.
-    import vllm_evidence.assessment
-    import vllm_evidence.readback
+    import vllm_evidence._assessment
+    import vllm_evidence._readback
     import vllm_evidence.watch  # noqa: F401
 
     _collect_less()
@@ -304,8 +304,8 @@ class _Listener:
     ) -> None:
         import time
 
-        from vllm_evidence.gate import Gate, GateTarget
-        from vllm_evidence.gate.server import GateServer, parse_address
+        from vllm_evidence._gate import Gate, GateTarget
+        from vllm_evidence._gate.server import GateServer, parse_address
 
         address = parse_address(listen, "--listen")
         self._gate_urls: dict[str, str] = {}
@@ -332,7 +332,7 @@ class _Listener:
     def record(self, round_: Round) -> None:
         """Record one watch round on the gate (the assessment of each server, or why
         there is none)."""
-        from vllm_evidence.gate import TargetRound as GateRound
+        from vllm_evidence._gate import TargetRound as GateRound
 
         results = []
         for target in round_.targets:

@@ -1,6 +1,6 @@
 """Decisions: the only place where a claim is established, reported or refused.
 
-Each decision takes one server's :class:`~vllm_evidence.readback.evidence.Evidence`
+Each decision takes one server's :class:`~vllm_evidence._readback.evidence.Evidence`
 and returns a closed union of sealed types — an established arm and refusal arms
 named after the earliest missing piece of evidence — each carrying the law it used.
 Use :func:`vllm_evidence.assess` to run them all; match on the class first, then on
@@ -13,8 +13,19 @@ predicates: the arm's class from the decision's own type).  Every arm carries it
 
 from __future__ import annotations
 
-from vllm_evidence.decisions._narrowing import is_established, is_refused, is_reported
-from vllm_evidence.decisions.capacity import (
+from vllm_evidence._measure import (
+    BasisPoint,
+    BlockCount,
+    BlockSize,
+    ByteCount,
+    Concurrency,
+    GiB,
+    MeasureParseFailure,
+    ParseFailureReason,
+    TokenCount,
+)
+from vllm_evidence._readback.evidence import Evidence, Source, SourceKind, Subject
+from vllm_evidence.decisions._capacity import (
     CapacityDecision,
     CapacityEstablished,
     CapacityReason,
@@ -23,14 +34,14 @@ from vllm_evidence.decisions.capacity import (
     EngineCapacity,
     decide_capacity,
 )
-from vllm_evidence.decisions.health import (
+from vllm_evidence.decisions._health import (
     HealthCoverageDecision,
     HealthCoverageEstablished,
     HealthCoverageRefused,
     HealthReason,
     decide_health_coverage,
 )
-from vllm_evidence.decisions.identity import (
+from vllm_evidence.decisions._identity import (
     Derivation,
     IdentityReason,
     ServedAdapter,
@@ -41,21 +52,22 @@ from vllm_evidence.decisions.identity import (
     decide_served_identity,
     derivation,
 )
-from vllm_evidence.decisions.join import (
+from vllm_evidence.decisions._join import (
     FrontDoorJoinDecision,
     JoinedIncarnation,
     JoinReason,
     JoinUnestablished,
     decide_front_door_join,
 )
-from vllm_evidence.decisions.log_join import (
+from vllm_evidence.decisions._log_join import (
     LogJoinDecision,
     LogJoined,
     LogJoinReason,
     LogJoinRefused,
     decide_log_join,
 )
-from vllm_evidence.decisions.parallel import (
+from vllm_evidence.decisions._narrowing import is_established, is_refused, is_reported
+from vllm_evidence.decisions._parallel import (
     ParallelDecision,
     ParallelEstablished,
     ParallelReason,
@@ -64,18 +76,23 @@ from vllm_evidence.decisions.parallel import (
     ResolvedParallel,
     decide_parallel,
 )
-from vllm_evidence.readback.evidence import Evidence, Source, SourceKind, Subject
 
 __all__ = [
+    "BasisPoint",
+    "BlockCount",
+    "BlockSize",
+    "ByteCount",
     "CapacityDecision",
     "CapacityEstablished",
     "CapacityReason",
     "CapacityRefused",
     "CapacityReported",
+    "Concurrency",
     "Derivation",
     "EngineCapacity",
     "Evidence",
     "FrontDoorJoinDecision",
+    "GiB",
     "HealthCoverageDecision",
     "HealthCoverageEstablished",
     "HealthCoverageRefused",
@@ -88,10 +105,12 @@ __all__ = [
     "LogJoinReason",
     "LogJoinRefused",
     "LogJoined",
+    "MeasureParseFailure",
     "ParallelDecision",
     "ParallelEstablished",
     "ParallelReason",
     "ParallelRefused",
+    "ParseFailureReason",
     "PresentRank",
     "ResolvedParallel",
     "ServedAdapter",
@@ -102,6 +121,7 @@ __all__ = [
     "Source",
     "SourceKind",
     "Subject",
+    "TokenCount",
     "decide_capacity",
     "decide_front_door_join",
     "decide_health_coverage",

@@ -1,6 +1,6 @@
 """KV-cache capacity figures: each source's per-engine token figures, gathered and checked.
 
-What :mod:`vllm_evidence.decisions.capacity` decides from: the ``kv_cache_size_tokens``
+What :mod:`vllm_evidence.decisions._capacity` decides from: the ``kv_cache_size_tokens``
 label of ``vllm:cache_config_info`` (one series per DP engine), the startup log's
 capacity lines, V0's ``# GPU blocks`` line and the ``num_gpu_blocks × block_size``
 labels, each as an :class:`EngineCapacity` with its source; and the checks on one
@@ -18,19 +18,19 @@ from typing import final
 
 import attrs
 
-from vllm_evidence._bounds import MAX_WORLD_SIZE
-from vllm_evidence._seal import Sealed, minter
-from vllm_evidence.adapters.metrics import CacheConfigSeries, MetricsObservation
-from vllm_evidence.adapters.startup_log import (
+from vllm_evidence._adapters.metrics import CacheConfigSeries, MetricsObservation
+from vllm_evidence._adapters.startup_log import (
     BlocksObservation,
     CapacityFormat,
     CapacityObservation,
     Launch,
     ProcessTag,
 )
-from vllm_evidence.measure import BlockCount, Concurrency, MeasureParseFailure, TokenCount
-from vllm_evidence.readback.evidence import Evidence, Source, log_source, route_source
-from vllm_evidence.readback.parallel import ResolvedParallel, resolve_from_log
+from vllm_evidence._bounds import MAX_WORLD_SIZE
+from vllm_evidence._measure import BlockCount, Concurrency, MeasureParseFailure, TokenCount
+from vllm_evidence._readback.evidence import Evidence, Source, log_source, route_source
+from vllm_evidence._readback.parallel import ResolvedParallel, resolve_from_log
+from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.upstream import CapacitySource
 
 __all__ = [

@@ -9,9 +9,9 @@ from typing import Protocol, TypeVar
 
 from packaging.version import Version
 
+from vllm_evidence._readback.evidence import Evidence
 from vllm_evidence._seal import brief
 from vllm_evidence.decisions._life import Needs
-from vllm_evidence.readback.evidence import Evidence
 from vllm_evidence.upstream import ReleaseLaws, VersionNotEstablished, laws_for
 
 __all__ = [
@@ -114,7 +114,7 @@ def serving_decision(
     compared (health: an established coverage needs a 200 from ``/health``).
     """
     from vllm_evidence.decisions._life import life_gate
-    from vllm_evidence.decisions.log_join import log_not_joined  # it imports this module
+    from vllm_evidence.decisions._log_join import log_not_joined  # it imports this module
 
     gate = serving_gate(evidence)
     if gate is not None:

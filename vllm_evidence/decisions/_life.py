@@ -17,29 +17,29 @@ its evidence, each named by the earliest line that says so:
   health law states it), so health coverage is refused too.
 
 The log says so by a line; the launcher's own process tree
-(:class:`~vllm_evidence.adapters.process_tree.ProcessTree`, given to
-:func:`~vllm_evidence.assessment.assess` as ``process_tree``) says so *before* any line
+(:class:`~vllm_evidence._adapters.process_tree.ProcessTree`, given to
+:func:`~vllm_evidence._assessment.assess` as ``process_tree``) says so *before* any line
 does: a worker the log names whose process is gone from the tree is its rank lost
 (``rank_lost``, for what needs every worker), an engine core gone is the engine dead
 (``engine_dead``, for what needs a live engine) — this round, ahead of ``/health``
-(:func:`~vllm_evidence.readback.processes.lost_processes`).  A line that already says it
+(:func:`~vllm_evidence._readback.processes.lost_processes`).  A line that already says it
 is the earlier evidence and is named first.
 
 The log counts only where it speaks for the subject: with a log alone (the launch), or
 with a front door the log is joined to.  A log not joined to the front door says nothing
 about the serving process, alive or dead; nor, then, does the tree (its pids are named by
 that log), nor a tree that is not the launch's own
-(:meth:`~vllm_evidence.readback.evidence.Evidence.launch_tree`).
+(:meth:`~vllm_evidence._readback.evidence.Evidence.launch_tree`).
 """
 
 from __future__ import annotations
 
 import enum
 
-from vllm_evidence.adapters.startup_log import Launch, LifeEvent
-from vllm_evidence.readback.evidence import Evidence, parsed
-from vllm_evidence.readback.parallel import ResolvedParallel, resolve_from_log
-from vllm_evidence.readback.processes import ProcessRole, lost_processes
+from vllm_evidence._adapters.startup_log import Launch, LifeEvent
+from vllm_evidence._readback.evidence import Evidence, parsed
+from vllm_evidence._readback.parallel import ResolvedParallel, resolve_from_log
+from vllm_evidence._readback.processes import ProcessRole, lost_processes
 from vllm_evidence.upstream import HealthFailureLaw, ReleaseLaws, laws_for
 
 __all__ = ["Needs", "life_gate", "lost_rank_text"]

@@ -17,7 +17,7 @@ in the ``else`` branch the decision is one of its refusal arms)::
 
 Each predicate tests the arm and nothing else.  An arm says whom it is about
 (``decision.subject``): a claim a log alone established is about that log's *launch*
-(:attr:`~vllm_evidence.readback.evidence.Subject.LAUNCH`), not about a serving process, so
+(:attr:`~vllm_evidence._readback.evidence.Subject.LAUNCH`), not about a serving process, so
 admission code also asks ``decision.subject is Subject.SERVING`` — or calls
 :func:`vllm_evidence.claim_established`, which asks both.
 """
@@ -28,25 +28,29 @@ from typing import overload
 
 from typing_extensions import TypeIs
 
-from vllm_evidence.decisions.capacity import (
+from vllm_evidence.decisions._capacity import (
     CapacityDecision,
     CapacityEstablished,
     CapacityRefused,
     CapacityReported,
 )
-from vllm_evidence.decisions.health import (
+from vllm_evidence.decisions._health import (
     HealthCoverageDecision,
     HealthCoverageEstablished,
     HealthCoverageRefused,
 )
-from vllm_evidence.decisions.identity import (
+from vllm_evidence.decisions._identity import (
     ServedIdentityDecision,
     ServedIdentityEstablished,
     ServedIdentityRefused,
 )
-from vllm_evidence.decisions.join import FrontDoorJoinDecision, JoinedIncarnation, JoinUnestablished
-from vllm_evidence.decisions.log_join import LogJoinDecision, LogJoined, LogJoinRefused
-from vllm_evidence.decisions.parallel import ParallelDecision, ParallelEstablished, ParallelRefused
+from vllm_evidence.decisions._join import (
+    FrontDoorJoinDecision,
+    JoinedIncarnation,
+    JoinUnestablished,
+)
+from vllm_evidence.decisions._log_join import LogJoinDecision, LogJoined, LogJoinRefused
+from vllm_evidence.decisions._parallel import ParallelDecision, ParallelEstablished, ParallelRefused
 
 __all__ = ["is_established", "is_refused", "is_reported"]
 

@@ -5,7 +5,7 @@ Exercise orchestration code against vLLM evidence without a GPU or a server::
     from hypothesis import given
     from vllm_evidence import assess, probe_sync, readback_from_batch
     from vllm_evidence.testing import CaptureDirectory, Fault, capture_directories
-    from vllm_evidence.upstream.routes import Route
+    from vllm_evidence.upstream import Route
 
     @given(capture_directories(release="0.33.0"))
     def test_router_never_admits_an_unjoined_server(capture: CaptureDirectory) -> None:
@@ -21,7 +21,7 @@ Exercise orchestration code against vLLM evidence without a GPU or a server::
   launch's log and receipt; knobs for release, TP, PP, DP, missing ranks, backend, a
   restart), :func:`mixed_builds` (a front door with another launch's log and receipt)
   and :func:`launches` (one launch's log with the same knobs); no socket is opened.
-* **Strategies** (:mod:`vllm_evidence.testing.strategies`): wire bodies per vLLM release
+* **Strategies**: wire bodies per vLLM release
   (:func:`metrics_bodies`, :func:`models_bodies`, :func:`version_bodies`,
   :func:`server_info_texts`, :func:`server_info_jsons`, :func:`startup_logs` and
   :func:`startup_log_examples` with the figures they print), whole servers
@@ -37,7 +37,7 @@ Exercise orchestration code against vLLM evidence without a GPU or a server::
   garbage, reset, redirect) and restarts (:meth:`StubFrontDoor.restart`); it records
   every request (:attr:`StubFrontDoor.requests`, :func:`observe_requests`), and
   :func:`forbidden_requests` names any that was not a GET to a front-door route.
-Importing this package or :mod:`vllm_evidence.testing.stub` needs only the package's
+Importing this package or :mod:`vllm_evidence.testing._stub` needs only the package's
 own dependencies; the strategies need hypothesis (the ``test`` extra).
 
 * **Recorded real servers** that ship with the package: :func:`real_scenarios` lists
@@ -57,30 +57,32 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from vllm_evidence._lazy import lazy_attributes
+from vllm_evidence import _lazy
 
 if TYPE_CHECKING:
     from vllm_evidence.testing._capture import (
         CaptureDirectory,
     )
-    from vllm_evidence.testing.scenarios import (
+    from vllm_evidence.testing._scenarios import (
         RealScenario,
         ReplayedFrontDoor,
         real_scenario,
         real_scenarios,
     )
-    from vllm_evidence.testing.strategies import (
+    from vllm_evidence.testing._strategies import (
         CACHE_CONFIG_LABELS,
         RELEASES,
         GeneratedCapacity,
         GeneratedLaunch,
         GeneratedLog,
         GeneratedServer,
+        WitnessedLaunch,
         assessments,
         capture_batches,
         capture_directories,
         captured_readbacks,
         historical_bundles,
+        launcher_verification_key,
         launches,
         metrics_bodies,
         metrics_observations,
@@ -95,8 +97,9 @@ if TYPE_CHECKING:
         startup_log_examples,
         startup_logs,
         version_bodies,
+        witnessed_launches,
     )
-    from vllm_evidence.testing.stub import (
+    from vllm_evidence.testing._stub import (
         ALLOWED_TARGETS,
         GARBAGE_BODY,
         Fault,
@@ -124,12 +127,14 @@ __all__ = [
     "ReplayedFrontDoor",
     "StubFrontDoor",
     "StubRequest",
+    "WitnessedLaunch",
     "assessments",
     "capture_batches",
     "capture_directories",
     "captured_readbacks",
     "forbidden_requests",
     "historical_bundles",
+    "launcher_verification_key",
     "launches",
     "metrics_bodies",
     "metrics_observations",
@@ -148,50 +153,55 @@ __all__ = [
     "startup_log_examples",
     "startup_logs",
     "version_bodies",
+    "witnessed_launches",
 ]
 
 # Imported on first use: the stub (used by ``vllm-evidence demo`` and the pytest plugin)
 # must not need hypothesis, which only the strategies import.
 _LAZY: dict[str, str] = {
-    "ALLOWED_TARGETS": "vllm_evidence.testing.stub",
-    "CACHE_CONFIG_LABELS": "vllm_evidence.testing.strategies",
-    "GARBAGE_BODY": "vllm_evidence.testing.stub",
-    "RELEASES": "vllm_evidence.testing.strategies",
-    "RealScenario": "vllm_evidence.testing.scenarios",
-    "ReplayedFrontDoor": "vllm_evidence.testing.scenarios",
+    "WitnessedLaunch": "vllm_evidence.testing._strategies",
+    "launcher_verification_key": "vllm_evidence.testing._strategies",
+    "witnessed_launches": "vllm_evidence.testing._strategies",
+    "ALLOWED_TARGETS": "vllm_evidence.testing._stub",
+    "CACHE_CONFIG_LABELS": "vllm_evidence.testing._strategies",
+    "GARBAGE_BODY": "vllm_evidence.testing._stub",
+    "RELEASES": "vllm_evidence.testing._strategies",
+    "RealScenario": "vllm_evidence.testing._scenarios",
+    "ReplayedFrontDoor": "vllm_evidence.testing._scenarios",
     "CaptureDirectory": "vllm_evidence.testing._capture",
-    "Fault": "vllm_evidence.testing.stub",
-    "FrontDoorFactory": "vllm_evidence.testing.stub",
-    "GeneratedCapacity": "vllm_evidence.testing.strategies",
-    "GeneratedLaunch": "vllm_evidence.testing.strategies",
-    "GeneratedLog": "vllm_evidence.testing.strategies",
-    "GeneratedServer": "vllm_evidence.testing.strategies",
-    "StubFrontDoor": "vllm_evidence.testing.stub",
-    "StubRequest": "vllm_evidence.testing.stub",
-    "assessments": "vllm_evidence.testing.strategies",
-    "capture_batches": "vllm_evidence.testing.strategies",
-    "capture_directories": "vllm_evidence.testing.strategies",
-    "captured_readbacks": "vllm_evidence.testing.strategies",
-    "forbidden_requests": "vllm_evidence.testing.stub",
-    "historical_bundles": "vllm_evidence.testing.strategies",
-    "launches": "vllm_evidence.testing.strategies",
-    "metrics_bodies": "vllm_evidence.testing.strategies",
-    "metrics_observations": "vllm_evidence.testing.strategies",
-    "mixed_builds": "vllm_evidence.testing.strategies",
-    "models_bodies": "vllm_evidence.testing.strategies",
-    "observe_requests": "vllm_evidence.testing.stub",
-    "read_startup_logs": "vllm_evidence.testing.strategies",
-    "real_scenario": "vllm_evidence.testing.scenarios",
-    "real_scenarios": "vllm_evidence.testing.scenarios",
-    "serve_capture": "vllm_evidence.testing.stub",
-    "served_models": "vllm_evidence.testing.strategies",
-    "server_info_jsons": "vllm_evidence.testing.strategies",
-    "server_info_texts": "vllm_evidence.testing.strategies",
-    "server_infos": "vllm_evidence.testing.strategies",
-    "servers": "vllm_evidence.testing.strategies",
-    "startup_log_examples": "vllm_evidence.testing.strategies",
-    "startup_logs": "vllm_evidence.testing.strategies",
-    "version_bodies": "vllm_evidence.testing.strategies",
+    "Fault": "vllm_evidence.testing._stub",
+    "FrontDoorFactory": "vllm_evidence.testing._stub",
+    "GeneratedCapacity": "vllm_evidence.testing._strategies",
+    "GeneratedLaunch": "vllm_evidence.testing._strategies",
+    "GeneratedLog": "vllm_evidence.testing._strategies",
+    "GeneratedServer": "vllm_evidence.testing._strategies",
+    "StubFrontDoor": "vllm_evidence.testing._stub",
+    "StubRequest": "vllm_evidence.testing._stub",
+    "assessments": "vllm_evidence.testing._strategies",
+    "capture_batches": "vllm_evidence.testing._strategies",
+    "capture_directories": "vllm_evidence.testing._strategies",
+    "captured_readbacks": "vllm_evidence.testing._strategies",
+    "forbidden_requests": "vllm_evidence.testing._stub",
+    "historical_bundles": "vllm_evidence.testing._strategies",
+    "launches": "vllm_evidence.testing._strategies",
+    "metrics_bodies": "vllm_evidence.testing._strategies",
+    "metrics_observations": "vllm_evidence.testing._strategies",
+    "mixed_builds": "vllm_evidence.testing._strategies",
+    "models_bodies": "vllm_evidence.testing._strategies",
+    "observe_requests": "vllm_evidence.testing._stub",
+    "read_startup_logs": "vllm_evidence.testing._strategies",
+    "real_scenario": "vllm_evidence.testing._scenarios",
+    "real_scenarios": "vllm_evidence.testing._scenarios",
+    "serve_capture": "vllm_evidence.testing._stub",
+    "served_models": "vllm_evidence.testing._strategies",
+    "server_info_jsons": "vllm_evidence.testing._strategies",
+    "server_info_texts": "vllm_evidence.testing._strategies",
+    "server_infos": "vllm_evidence.testing._strategies",
+    "servers": "vllm_evidence.testing._strategies",
+    "startup_log_examples": "vllm_evidence.testing._strategies",
+    "startup_logs": "vllm_evidence.testing._strategies",
+    "version_bodies": "vllm_evidence.testing._strategies",
 }
 
-__getattr__, __dir__ = lazy_attributes(__name__, _LAZY, __all__)
+if not TYPE_CHECKING:  # to a type checker a name is what the imports above say, no more
+    __getattr__, __dir__ = _lazy.lazy_attributes(__name__, _LAZY, __all__)

@@ -8,9 +8,9 @@ from typing import final
 
 import attrs
 
-from vllm_evidence.capture.batch import CaptureBatch
-from vllm_evidence.capture.generated import _answered_batch
-from vllm_evidence.upstream.routes import Route
+from vllm_evidence._capture.batch import CaptureBatch
+from vllm_evidence._capture.generated import _answered_batch
+from vllm_evidence.upstream._routes import Route
 
 __all__ = ["CaptureDirectory"]
 

@@ -13,13 +13,13 @@ from typing import Any
 def _hypothesis_setup_hook() -> None:
     from hypothesis import strategies as st
 
-    from vllm_evidence.adapters.metrics import MetricsObservation
-    from vllm_evidence.adapters.models import ServedModels
-    from vllm_evidence.adapters.server_info import ServerInfo
-    from vllm_evidence.adapters.startup_log import StartupLog
-    from vllm_evidence.assessment import Assessment
-    from vllm_evidence.capture.batch import CaptureBatch
-    from vllm_evidence.readback import CapturedReadback, HistoricalBundle
+    from vllm_evidence._adapters.metrics import MetricsObservation
+    from vllm_evidence._adapters.models import ServedModels
+    from vllm_evidence._adapters.server_info import ServerInfo
+    from vllm_evidence._adapters.startup_log import StartupLog
+    from vllm_evidence._assessment import Assessment
+    from vllm_evidence._capture.batch import CaptureBatch
+    from vllm_evidence._readback import CapturedReadback, HistoricalBundle
 
     # The strategies module imports hypothesis, which runs this hook while it is being
     # imported: resolve it only when a value is drawn.
@@ -32,7 +32,7 @@ def _hypothesis_setup_hook() -> None:
             # rejects: keep the global random's state as it was.
             state = random.getstate()
             try:
-                from vllm_evidence.testing import strategies
+                from vllm_evidence.testing import _strategies as strategies
             finally:
                 random.setstate(state)
 

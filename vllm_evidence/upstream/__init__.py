@@ -2,7 +2,7 @@
 
 Use :func:`laws_for` with a self-reported version::
 
-    >>> from packaging.version import Version
+    >>> import packaging.version
     >>> from vllm_evidence.upstream import laws_for, Route, RouteGate
     >>> laws = laws_for(Version("0.32.0"))
     >>> laws.route(Route.SERVER_INFO).gate is RouteGate.DEVELOPMENT_MODE
@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import functools
 
-from packaging.version import Version
+import packaging.version
 
-from vllm_evidence.upstream.laws import (
+from vllm_evidence.upstream import _laws
+from vllm_evidence.upstream._laws import (
     CacheConfigLabelsLaw,
     CapacityAuthority,
     CapacityFormat,
@@ -41,20 +42,17 @@ from vllm_evidence.upstream.laws import (
     RouteGate,
     RouteLaw,
     VersionNotEstablished,
-    answer_for,
-    executor_marker_key,
-    release_laws,
 )
-from vllm_evidence.upstream.releases import (
+from vllm_evidence.upstream._releases import (
     KNOWN_SPAN,
     READ_RELEASES,
+    ReadHow,
     ReadRelease,
     ReleaseSpan,
-    SourceKind,
     parse_release,
 )
-from vllm_evidence.upstream.routes import PROBE_ROUTES, ParallelEvidenceKind, Route
-from vllm_evidence.upstream.table import (
+from vllm_evidence.upstream._routes import PROBE_ROUTES, ParallelEvidenceKind, Route
+from vllm_evidence.upstream._table import (
     EXECUTOR_FILES,
     EXECUTOR_LAW_TABLE,
     LAW_TABLE,
@@ -89,13 +87,13 @@ __all__ = [
     "ParallelEvidenceKind",
     "ParallelEvidenceLaw",
     "Question",
+    "ReadHow",
     "ReadRelease",
     "ReleaseLaws",
     "ReleaseSpan",
     "Route",
     "RouteGate",
     "RouteLaw",
-    "SourceKind",
     "VersionNotEstablished",
     "executor_marker_law",
     "executor_marker_laws",
@@ -104,7 +102,7 @@ __all__ = [
 ]
 
 
-def laws_for(version: Version) -> ReleaseLaws | VersionNotEstablished:
+def laws_for(version: packaging.version.Version) -> ReleaseLaws | VersionNotEstablished:
     """Every law that holds for a self-reported vLLM ``version``.
 
     Returns :class:`VersionNotEstablished` for a version outside every read release
@@ -124,7 +122,7 @@ def laws_for(version: Version) -> ReleaseLaws | VersionNotEstablished:
 def _laws_for_release(release: str) -> ReleaseLaws | VersionNotEstablished:
     # Keyed by the spelling, not the Version: ``0.32`` and ``0.32.0`` are equal Versions
     # but their laws print the version as it was given.
-    return release_laws(Version(release), LAW_TABLE)
+    return _laws.release_laws(packaging.version.Version(release), LAW_TABLE)
 
 
 def executor_marker_laws(marker: ExecutorMarker) -> tuple[ExecutorMarkerLaw, ...]:
@@ -134,13 +132,13 @@ def executor_marker_laws(marker: ExecutorMarker) -> tuple[ExecutorMarkerLaw, ...
     ``distributed_executor_backend=`` field and the argument).
     """
     for q, laws in EXECUTOR_LAW_TABLE:
-        if q.key == executor_marker_key(marker):
+        if q.key == _laws.executor_marker_key(marker):
             return laws
     return ()
 
 
 def executor_marker_law(
-    marker: ExecutorMarker, version: Version
+    marker: ExecutorMarker, version: packaging.version.Version
 ) -> ExecutorMarkerLaw | LawNotEstablished | None:
     """Which backends ``marker`` is consistent with in ``version``.
 
@@ -149,6 +147,6 @@ def executor_marker_law(
     disagree); ``None`` for a marker that names its backend itself.
     """
     for q, laws in EXECUTOR_LAW_TABLE:
-        if q.key == executor_marker_key(marker):
-            return answer_for(q, laws, version)
+        if q.key == _laws.executor_marker_key(marker):
+            return _laws.answer_for(q, laws, version)
     return None

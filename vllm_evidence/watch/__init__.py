@@ -13,22 +13,15 @@ lines (``vllm-evidence.watch-transition/1`` and ``vllm-evidence.watch-round/1``)
 
 from __future__ import annotations
 
-from vllm_evidence.capture.follow import FollowEvent, FollowState
-from vllm_evidence.watch._watcher import (
-    DEFAULT_CONCURRENCY,
-    DEFAULT_INTERVAL_S,
-    INLINE_BODY_BYTES,
-    Watcher,
-    watch,
-)
-from vllm_evidence.watch.documents import (
+from vllm_evidence._capture.follow import FollowEvent, FollowState
+from vllm_evidence.watch._documents import (
     ROUND_SCHEMA,
     TRANSITION_SCHEMA,
     round_document,
     round_lines,
     transition_document,
 )
-from vllm_evidence.watch.round import (
+from vllm_evidence.watch._round import (
     ClaimChanged,
     ClaimVerdict,
     LogChanged,
@@ -40,13 +33,20 @@ from vllm_evidence.watch.round import (
     TargetRound,
     Transition,
 )
-from vllm_evidence.watch.targets import (
+from vllm_evidence.watch._targets import (
     Shard,
     Target,
     TargetsFileError,
     parse_targets,
     read_targets,
     shard_index,
+)
+from vllm_evidence.watch._watcher import (
+    DEFAULT_CONCURRENCY,
+    DEFAULT_INTERVAL_S,
+    INLINE_BODY_BYTES,
+    Watcher,
+    watch,
 )
 
 __all__ = [

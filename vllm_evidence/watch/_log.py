@@ -7,7 +7,7 @@ receipt joins no log) and the log only up to the receipt's ``log_bytes``: the re
 digests that prefix, and the log keeps growing after it is written.  A receipt that
 covers fewer bytes than were read (a new launch's receipt, its log emptied and written
 again) reads the log from its start; so does a rotated, truncated or rewritten log
-(:mod:`vllm_evidence.capture.follow`).  A log that is missing or unreadable gives no log
+(:mod:`vllm_evidence._capture.follow`).  A log that is missing or unreadable gives no log
 this round: the bytes read before are not evidence of what the file holds now.
 """
 
@@ -17,16 +17,16 @@ from typing import TYPE_CHECKING, final
 
 import attrs
 
-from vllm_evidence.adapters.receipt import LaunchReceipt, read_launch_receipt
-from vllm_evidence.adapters.startup_log import StartupLog
-from vllm_evidence.adapters.startup_log.followed import FollowedStartupLog
-from vllm_evidence.capture.follow import MAX_POLL_BYTES, FollowState, LogFollower
-from vllm_evidence.capture.log import LogReadFailureReason
+from vllm_evidence._adapters.receipt import LaunchReceipt, read_launch_receipt
+from vllm_evidence._adapters.startup_log import StartupLog
+from vllm_evidence._adapters.startup_log.followed import FollowedStartupLog
+from vllm_evidence._capture.follow import MAX_POLL_BYTES, FollowState, LogFollower
+from vllm_evidence._capture.log import LogReadFailureReason
 from vllm_evidence.errors import InputError
-from vllm_evidence.watch.round import LogView, _mint_log_view
+from vllm_evidence.watch._round import LogView, _mint_log_view
 
 if TYPE_CHECKING:
-    from vllm_evidence.capture.signing import VerificationKey
+    from vllm_evidence._capture.signing import VerificationKey
 
 __all__ = ["LogRead", "TargetLog"]
 

@@ -3,10 +3,10 @@ them at an interval.
 
 Each round every target is read the way ``vllm-evidence probe`` reads one server — its
 launch receipt, then its startup log (followed: only the bytes appended since the last
-round, :mod:`vllm_evidence.capture.follow`), then its front door in one bracketed batch
-(:func:`~vllm_evidence.capture.http.probe`) — and assessed
-(:func:`~vllm_evidence.assessment.assess`); the round holds each target's verdicts and the
-transitions since the round before (:mod:`vllm_evidence.watch.round`).
+round, :mod:`vllm_evidence._capture.follow`), then its front door in one bracketed batch
+(:func:`~vllm_evidence._capture.http.probe`) — and assessed
+(:func:`~vllm_evidence._assessment.assess`); the round holds each target's verdicts and the
+transitions since the round before (:mod:`vllm_evidence.watch._round`).
 
 **No target stalls another.**  At most ``concurrency`` targets are read at once; every
 request has its own ``timeout`` and every target's batch its ``deadline`` (and a guard a
@@ -15,7 +15,7 @@ deadline and no more.  A log is read, and a batch whose bodies hold more than
 :data:`INLINE_BODY_BYTES` assessed, on a worker thread, off the event loop the other
 targets' requests run on.  Whatever one target's round raises is that target's
 ``failed`` round, with its error as one line: the watch goes on.  Every probe shares one
-:class:`~vllm_evidence.capture.http.BodyBudget`, so the body bytes held at once are
+:class:`~vllm_evidence._capture.http.BodyBudget`, so the body bytes held at once are
 bounded for the whole watch, not per target.
 
 **A restart between rounds** is seen as a new ``process_start_time_seconds``.  The log
@@ -36,11 +36,9 @@ from typing import TYPE_CHECKING, Final
 
 import attrs
 
-from vllm_evidence._claims import CLAIMS, Claim
-from vllm_evidence._scrub import scrub
-from vllm_evidence.assessment import assess, claim_decisions, claim_established, verdict
-from vllm_evidence.capture.follow import MAX_POLL_BYTES, FollowState
-from vllm_evidence.capture.http import (
+from vllm_evidence._assessment import assess, claim_decisions, claim_established, verdict
+from vllm_evidence._capture.follow import MAX_POLL_BYTES, FollowState
+from vllm_evidence._capture.http import (
     DEFAULT_BODY_BUDGET_BYTES,
     DEFAULT_DEADLINE_S,
     DEFAULT_TIMEOUT_S,
@@ -48,11 +46,13 @@ from vllm_evidence.capture.http import (
     probe,
     worst_case_body_bytes,
 )
+from vllm_evidence._claims import CLAIMS, Claim
+from vllm_evidence._readback import readback_from_batch
+from vllm_evidence._scrub import scrub
 from vllm_evidence.decisions import JoinedIncarnation
 from vllm_evidence.errors import InputError
-from vllm_evidence.readback import readback_from_batch
 from vllm_evidence.watch._log import TargetLog
-from vllm_evidence.watch.round import (
+from vllm_evidence.watch._round import (
     ClaimVerdict,
     LogView,
     Reach,
@@ -67,14 +67,14 @@ from vllm_evidence.watch.round import (
     _mint_round,
     _mint_target_round,
 )
-from vllm_evidence.watch.targets import Target
+from vllm_evidence.watch._targets import Target
 
 if TYPE_CHECKING:
-    from vllm_evidence.adapters.receipt import LaunchReceipt
-    from vllm_evidence.adapters.startup_log import StartupLog
-    from vllm_evidence.assessment import Assessment
-    from vllm_evidence.capture.batch import CaptureBatch
-    from vllm_evidence.capture.signing import VerificationKey
+    from vllm_evidence._adapters.receipt import LaunchReceipt
+    from vllm_evidence._adapters.startup_log import StartupLog
+    from vllm_evidence._assessment import Assessment
+    from vllm_evidence._capture.batch import CaptureBatch
+    from vllm_evidence._capture.signing import VerificationKey
 
 __all__ = ["DEFAULT_CONCURRENCY", "DEFAULT_INTERVAL_S", "INLINE_BODY_BYTES", "Watcher", "watch"]
 
@@ -138,9 +138,9 @@ class Watcher:
     ``deadline`` bounds each target's batch (default: the interval, but at least 10 s and
     at most 30 s; 30 s without an interval), ``timeout`` each request (default: 10 s, or
     the deadline when it is shorter).  ``api_key``, ``development_routes`` and ``verify`` are
-    :func:`~vllm_evidence.capture.http.probe`'s.  ``receipt_key`` is the launcher's public
+    :func:`~vllm_evidence._capture.http.probe`'s.  ``receipt_key`` is the launcher's public
     key, under which every target's receipt signature is checked
-    (:func:`~vllm_evidence.adapters.receipt.read_launch_receipt`: without it, no receipt
+    (:func:`~vllm_evidence._adapters.receipt.read_launch_receipt`: without it, no receipt
     joins a log).  ``keep_assessments=False`` keeps only
     the verdicts (a round then holds no bodies: what a long watch over many targets
     wants).  ``max_log_poll_bytes`` bounds what one round reads of one log (a log found

@@ -7,7 +7,7 @@ from __future__ import annotations
 import time
 
 from tests._evidence import log
-from vllm_evidence.adapters.startup_log import CompileCacheForm
+from vllm_evidence._adapters.startup_log import CompileCacheForm
 
 _CACHE = "/srv/vllm-cache/torch_compile_cache/torch_aot_compile/5c6d"
 _HEAD = "(Worker pid=17889) INFO 12-01 07:12:35 [decorators.py:719] "

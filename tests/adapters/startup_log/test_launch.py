@@ -9,13 +9,13 @@ import io
 import pytest
 
 from tests._evidence import args, banner, engine_init, log
-from vllm_evidence.adapters.startup_log import (
+from vllm_evidence._adapters.startup_log import (
     ExecutorBackend,
     StartupLog,
     read_startup_log,
 )
-from vllm_evidence.measure import TokenCount
-from vllm_evidence.readback.executor import resolve_executor
+from vllm_evidence._measure import TokenCount
+from vllm_evidence._readback.executor import resolve_executor
 
 P = "(EngineCore_DP0 pid=10) INFO 01-02 03:04:05 [kv_cache_utils.py:1] "
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 
 from tests._evidence import banner, engine_init, log, rank_line
-from vllm_evidence.adapters.startup_log import LifeEvent, LifeKind
+from vllm_evidence._adapters.startup_log import LifeEvent, LifeKind
 
 E = "(EngineCore pid=200) ERROR 12-02 13:43:35 [multiproc_executor.py:315] "
 A = "(APIServer pid=100) ERROR 12-02 13:43:40 [async_llm.py:906] "

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import io
 
-from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
-from vllm_evidence.adapters.startup_log._lexer import split_header
-from vllm_evidence.measure import BlockCount
+from vllm_evidence._adapters.startup_log import StartupLog, read_startup_log
+from vllm_evidence._adapters.startup_log._lexer import split_header
+from vllm_evidence._measure import BlockCount
 
 
 def _launch(text: str):  # type: ignore[no-untyped-def]  # a Launch; the type is sealed-private
@@ -142,7 +142,7 @@ def test_vllms_own_heads_leave_the_launch_untransformed() -> None:
 
 
 def test_the_document_and_the_report_say_transformed() -> None:
-    from vllm_evidence.output.startup_log import render_startup_log, startup_log_document
+    from vllm_evidence._output.startup_log import render_startup_log, startup_log_document
 
     text = "`INFO 10-01 18:03:16 [kv_cache_utils.py:849] GPU KV cache size: 1,024 tokens`\n"
     log = read_startup_log(io.BytesIO(text.encode()), wrap_width="off")

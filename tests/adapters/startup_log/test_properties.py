@@ -8,10 +8,10 @@ import re
 from hypothesis import assume, given
 from hypothesis import strategies as st
 
-from vllm_evidence.adapters.startup_log import StartupLog, read_startup_log
-from vllm_evidence.testing.strategies._log_lines import _reader_launches as launches
-from vllm_evidence.testing.strategies._log_lines import _ReaderLaunch as GenLaunch
-from vllm_evidence.testing.strategies._log_lines import _render_reader_launch as render
+from vllm_evidence._adapters.startup_log import StartupLog, read_startup_log
+from vllm_evidence.testing._strategies._log_lines import _reader_launches as launches
+from vllm_evidence.testing._strategies._log_lines import _ReaderLaunch as GenLaunch
+from vllm_evidence.testing._strategies._log_lines import _render_reader_launch as render
 
 
 @st.composite

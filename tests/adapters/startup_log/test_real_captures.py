@@ -6,7 +6,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from tests._paths import CAPTURES
-from vllm_evidence.adapters.startup_log import (
+from vllm_evidence._adapters.startup_log import (
     CapacityFormat,
     ExecutorBackend,
     Launch,
@@ -14,7 +14,7 @@ from vllm_evidence.adapters.startup_log import (
     StartupLog,
     read_startup_log,
 )
-from vllm_evidence.readback.executor import resolve_executor
+from vllm_evidence._readback.executor import resolve_executor
 
 PUBLIC = CAPTURES / "public" / "startup-log"
 

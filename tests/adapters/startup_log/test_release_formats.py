@@ -6,9 +6,9 @@ from __future__ import annotations
 import io
 
 from vllm_evidence import assess, read_startup_log
-from vllm_evidence.adapters.startup_log import StartupLog
+from vllm_evidence._adapters.startup_log import StartupLog
+from vllm_evidence._readback.executor import resolve_executor
 from vllm_evidence.decisions import CapacityReported, ParallelEstablished
-from vllm_evidence.readback.executor import resolve_executor
 from vllm_evidence.upstream import ExecutorBackend
 
 # 0.8.5: "[file:line]" prefix, workers tagged "(VllmWorker rank=N pid=P)".

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests._evidence import banner, log
-from vllm_evidence.adapters.startup_log import Launch, StartupLog, read_startup_log
+from vllm_evidence._adapters.startup_log import Launch, StartupLog, read_startup_log
 
 REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real" / "vllm-0.32.0-cpu"
 _API = "(APIServer pid=100) WARNING 12-02 14:55:28 "

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from tests._evidence import args, banner, log
-from vllm_evidence.adapters.startup_log import ProcessTag, WorkerName, WorkerNameForm
+from vllm_evidence._adapters.startup_log import ProcessTag, WorkerName, WorkerNameForm
 
 _MEM = "INFO 11-30 04:11:20 [gpu_worker.py:1] Available KV cache memory: 1.00 GiB\n"
 

@@ -13,8 +13,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from vllm_evidence import assess, assessment_document, read_startup_log
-from vllm_evidence.adapters.startup_log import StartupLog
+from vllm_evidence import assess, read_startup_log
+from vllm_evidence._adapters.startup_log import StartupLog
+from vllm_evidence._output.startup_log import startup_log_document
 from vllm_evidence.decisions import (
     CapacityEstablished,
     IdentityReason,
@@ -22,7 +23,7 @@ from vllm_evidence.decisions import (
     ParallelRefused,
     ServedIdentityEstablished,
 )
-from vllm_evidence.output.startup_log import startup_log_document
+from vllm_evidence.serialize import assessment_document
 from vllm_evidence.upstream import CapacitySource
 
 SECRET = "sk-v0-secret-never-printed"  # noqa: S105  # asserted absent from every output

@@ -1,0 +1,253 @@
+"""What one read of one route ended in: the closed set of outcome arms.
+
+The arm is derived from a captured exchange (or a caller-supplied body) and the route's
+adapter, never stored: a 404, an unparsed 200 and a parsed body are different arms, and
+only :class:`Parsed` carries an observation ("answered" is not knowledge).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Generic, TypeVar, final
+
+import attrs
+
+from vllm_evidence._adapters.failure import BodyParseFailure
+from vllm_evidence._adapters.health import HealthAnswer, parse_health
+from vllm_evidence._capture.batch import Exchange, Transport
+from vllm_evidence._seal import Sealed, minter
+from vllm_evidence.upstream._routes import Route
+
+__all__ = [
+    "HttpError",
+    "NotFound",
+    "NotRequested",
+    "Outcome",
+    "Parsed",
+    "Redirected",
+    "TimedOut",
+    "TooLarge",
+    "Unauthorized",
+    "Unparsed",
+    "Unreachable",
+    "derive_outcome",
+    "exchange_outcome",
+    "health_outcome",
+    "not_requested",
+]
+
+ObsT = TypeVar("ObsT")
+
+#: Where every arm comes from: a read route, or a body a caller supplied.
+_PUBLIC = "vllm_evidence.readback_from_batch() or vllm_evidence.historical_bundle()"
+
+
+@final
+@attrs.frozen(init=False, repr=False)
+class Parsed(Sealed, Generic[ObsT]):
+    """The route answered 200 and its adapter read the body: the only arm with knowledge."""
+
+    __public_constructor__ = _PUBLIC
+    route: Route
+    observation: ObsT
+
+
+@final
+@attrs.frozen(init=False, repr=False)
+class NotFound(Sealed):
+    """404: the route is not registered (e.g. development mode off)."""
+
+    __public_constructor__ = _PUBLIC
+    route: Route
+
+
+@final
+@attrs.frozen(init=False, repr=False)
+class Unauthorized(Sealed):
+    """401 or 403: the route wants credentials this probe did not have."""
+
+    __public_constructor__ = _PUBLIC
+    route: Route
+    status: int
+
+
+@final
+@attrs.frozen(init=False, repr=False)
+class Unparsed(Sealed):
+    """200, but the body is not what the route yields: answered is not knowledge."""
+
+    __public_constructor__ = _PUBLIC
+    route: Route
+    failure: BodyParseFailure
+
+
+@final
+@attrs.frozen(init=False, repr=False)
+class HttpError(Sealed):
+    """Any other status (4xx, 5xx, or a 2xx other than 200)."""
+
+    __public_constructor__ = _PUBLIC
+    route: Route
+    status: int
+
+
+@final
+@attrs.frozen(init=False, repr=False)
+class Redirected(Sealed):
+    """A 3xx.  Redirects are not followed: where it pointed is recorded, not read."""
+
+    __public_constructor__ = _PUBLIC
+    route: Route
+    status: int
+    location: str | None
+
+
+@final
+@attrs.frozen(init=False, repr=False)
+class TimedOut(Sealed):
+    """No complete answer within the per-request timeout or the batch deadline."""
+
+    __public_constructor__ = _PUBLIC
+    route: Route
+    detail: str
+
+
+@final
+@attrs.frozen(init=False, repr=False)
+class Unreachable(Sealed):
+    """No answer at all (connection refused or reset, TLS failure, protocol error)."""
+
+    __public_constructor__ = _PUBLIC
+    route: Route
+    detail: str
+
+
+@final
+@attrs.frozen(init=False, repr=False)
+class TooLarge(Sealed):
+    """The body passed the size cap; nothing of it was kept."""
+
+    __public_constructor__ = _PUBLIC
+    route: Route
+    limit: int
+
+
+@final
+@attrs.frozen(init=False, repr=False)
+class NotRequested(Sealed):
+    """The route was not part of the read (development routes not asked for, or no body)."""
+
+    __public_constructor__ = _PUBLIC
+    route: Route
+
+
+Outcome = (
+    Parsed[ObsT]
+    | NotFound
+    | Unauthorized
+    | Unparsed
+    | HttpError
+    | Redirected
+    | TimedOut
+    | Unreachable
+    | TooLarge
+    | NotRequested
+)
+"""The closed set of arms one route's read can end in."""
+
+_mint_parsed = minter(Parsed, Parsed.__attrs_init__)
+_mint_not_found = minter(NotFound, NotFound.__attrs_init__)
+_mint_unauthorized = minter(Unauthorized, Unauthorized.__attrs_init__)
+_mint_unparsed = minter(Unparsed, Unparsed.__attrs_init__)
+_mint_http_error = minter(HttpError, HttpError.__attrs_init__)
+_mint_redirected = minter(Redirected, Redirected.__attrs_init__)
+_mint_timed_out = minter(TimedOut, TimedOut.__attrs_init__)
+_mint_unreachable = minter(Unreachable, Unreachable.__attrs_init__)
+_mint_too_large = minter(TooLarge, TooLarge.__attrs_init__)
+_mint_not_requested = minter(NotRequested, NotRequested.__attrs_init__)
+
+
+def not_requested(route: Route) -> NotRequested:
+    """The arm for a route that was not read (package-internal)."""
+    return _mint_not_requested(route=route)
+
+
+def derive_outcome(
+    route: Route,
+    *,
+    transport: Transport,
+    status: int | None,
+    body: bytes | None,
+    location: str | None,
+    detail: str,
+    size_limit: int,
+    adapter: Callable[[bytes], ObsT | BodyParseFailure],
+) -> Outcome[ObsT]:
+    """The outcome arm of one read, running the route's adapter on a 200 body."""
+    if transport is Transport.TIMED_OUT:
+        return _mint_timed_out(route=route, detail=detail)
+    if transport is Transport.UNREACHABLE or status is None:
+        return _mint_unreachable(route=route, detail=detail)
+    if transport is Transport.TOO_LARGE:
+        return _mint_too_large(route=route, limit=size_limit)
+    if 300 <= status <= 399:
+        return _mint_redirected(route=route, status=status, location=location)
+    if status == 404:
+        return _mint_not_found(route=route)
+    if status in (401, 403):
+        return _mint_unauthorized(route=route, status=status)
+    if status != 200:
+        return _mint_http_error(route=route, status=status)
+    parsed = adapter(body if body is not None else b"")
+    if isinstance(parsed, BodyParseFailure):
+        return _mint_unparsed(route=route, failure=parsed)
+    observed: Parsed[ObsT] = _mint_parsed(route=route, observation=parsed)
+    return observed
+
+
+def exchange_outcome(
+    exchange: Exchange, adapter: Callable[[bytes], ObsT | BodyParseFailure]
+) -> Outcome[ObsT]:
+    """The outcome arm of a captured exchange."""
+    return derive_outcome(
+        exchange.route,
+        transport=exchange.transport,
+        status=exchange.status,
+        body=exchange.body,
+        location=exchange.header("location"),
+        detail=exchange.detail,
+        size_limit=exchange.size_limit,
+        adapter=adapter,
+    )
+
+
+def health_outcome(
+    route: Route,
+    *,
+    transport: Transport,
+    status: int | None,
+    location: str | None,
+    detail: str,
+    size_limit: int,
+) -> Outcome[HealthAnswer]:
+    """``/health``'s arm: a 200 or a 5xx is a parsed answer about the engine."""
+    if transport is Transport.ANSWERED and status is not None:
+        answer = parse_health(status)
+        if answer is not None:
+            observed: Parsed[HealthAnswer] = _mint_parsed(route=route, observation=answer)
+            return observed
+    return derive_outcome(
+        route,
+        transport=transport,
+        status=status,
+        body=None,
+        location=location,
+        detail=detail,
+        size_limit=size_limit,
+        adapter=_no_body_adapter,
+    )
+
+
+def _no_body_adapter(body: bytes) -> HealthAnswer | BodyParseFailure:  # pragma: no cover
+    msg = "health answers are read by status"
+    raise AssertionError(msg)
