@@ -105,12 +105,15 @@ def test_the_registry_is_the_one_list_of_the_claims() -> None:
     ]
 
 
-def test_each_claim_is_decided_by_its_function_and_arms_are_named_by_the_registry() -> None:
-    """Each registered function decides its claim (the assessment holds its answer), the
-    arms the registry names are arms of that decision, and every other arm refuses."""
+def test_each_claim_is_decided_by_its_function_and_its_arms_are_the_decisions_arms() -> None:
+    """Each registered function decides its claim (the assessment holds its answer), and
+    the arms ``ARMS`` names for it are exactly the arms of that decision's union."""
     from typing import get_args, get_type_hints
 
     from vllm_evidence._assessment import REGISTRY, claim_decisions, verdict
+    from vllm_evidence.decisions import ARMS
+
+    assert tuple(ARMS) == tuple(spec.name for spec in REGISTRY)
 
     assessment = assess_witnessed(REAL, real_log())
     decided = claim_decisions(assessment)
@@ -119,12 +122,11 @@ def test_each_claim_is_decided_by_its_function_and_arms_are_named_by_the_registr
         assert type(again) is type(decided[spec.name])
         assert again.reason is decided[spec.name].reason
         arms = set(get_args(get_type_hints(spec.decide)["return"]))
-        assert set(spec.established) | set(spec.reported) < arms, spec.name
-        assert len(spec.established) == 1, spec.name
-        refusing = arms - set(spec.established) - set(spec.reported)
-        assert refusing, spec.name
+        named = ARMS[spec.name]
+        assert set(named.verdicts()) == arms, spec.name
         # an arm's verdict is read from its class: a bare instance is enough to ask
-        assert {verdict(object.__new__(arm)) for arm in refusing} == {"refused"}
+        assert verdict(object.__new__(named.refused)) == "refused"
+        assert verdict(object.__new__(named.established)) == "established"
     assert {claim: verdict(d) for claim, d in decided.items()} == {
         **dict.fromkeys(CLAIMS, "established"),
         "served_identity": "refused",  # the capture serves an alias of its path
@@ -181,3 +183,15 @@ def test_a_launch_claim_is_not_a_serving_claim() -> None:
     serving = assess(probe_stub())
     assert claim_established(serving, "capacity")
     assert not claim_established(serving, "capacity", subject=Subject.LAUNCH)
+
+
+def test_a_verdict_is_asked_of_a_decision_only() -> None:
+    """An arm's verdict comes from the decisions' one list of arms; a value that is no
+    arm (a reason, an assessment, a string) is a TypeError, never a quiet "refused"."""
+    from vllm_evidence._assessment import verdict
+
+    assessment = assess(probe_stub())
+    assert verdict(assessment.parallel) == "refused"
+    for value in (assessment, assessment.parallel.reason, "refused", None):
+        with pytest.raises(TypeError, match=r"verdict\(\) takes a decision"):
+            verdict(value)

@@ -14,7 +14,8 @@ launch that log records.  :func:`claim_established` answers for the serving proc
 unless asked about the launch.
 
 :data:`REGISTRY` is the one list of the claims: each claim's name, its title in the
-report, the function that decides it and the arms that establish it.  The assessment,
+report and the function that decides it (its arms, by verdict, are the decisions' one
+table, :data:`vllm_evidence.decisions.ARMS`).  The assessment,
 its JSON document, the evidence document's verdicts, the report and ``--require`` all
 iterate it (``--require`` through :data:`~vllm_evidence._claims.CLAIMS`, the names the
 type checker knows, which a test holds equal to the registry's).
@@ -25,7 +26,7 @@ from __future__ import annotations
 import enum
 import textwrap
 from collections.abc import Callable
-from typing import Any, Literal, Protocol, final
+from typing import Any, Protocol, final
 
 import attrs
 from packaging.version import Version
@@ -34,25 +35,19 @@ from vllm_evidence._adapters.process_tree import ProcessTree
 from vllm_evidence._adapters.receipt import LaunchReceipt
 from vllm_evidence._adapters.startup_log import Launch, StartupLog
 from vllm_evidence._capture.batch import CaptureBatch
-from vllm_evidence._claims import CLAIMS, Claim
+from vllm_evidence._claims import CLAIMS, Claim, Verdict
 from vllm_evidence._readback.evidence import Evidence, FrontDoor, Subject, gather
 from vllm_evidence._readback.front_door import CapturedReadback, HistoricalBundle
 from vllm_evidence._scrub import scrub
 from vllm_evidence._seal import Reduction, Sealed, minter
 from vllm_evidence.decisions import (
+    ARMS,
     CapacityDecision,
-    CapacityEstablished,
-    CapacityReported,
     FrontDoorJoinDecision,
     HealthCoverageDecision,
-    HealthCoverageEstablished,
-    JoinedIncarnation,
     LogJoinDecision,
-    LogJoined,
     ParallelDecision,
-    ParallelEstablished,
     ServedIdentityDecision,
-    ServedIdentityEstablished,
     decide_capacity,
     decide_front_door_join,
     decide_health_coverage,
@@ -90,10 +85,6 @@ class Decision(Protocol):
     def detail(self) -> str: ...
 
 
-#: The arm of any decision, as the documents and the report name it.
-Verdict = Literal["established", "reported", "refused"]
-
-
 @attrs.frozen
 class ClaimSpec:
     """One claim an assessment decides: the one place a claim is listed."""
@@ -105,12 +96,8 @@ class ClaimSpec:
     """What the claim answers, in words: its line in the report (``health_coverage`` is
     *what /health covers*, not whether the server is healthy)."""
     decide: Callable[[Evidence], Decision]
-    """The decision function :func:`assess` runs."""
-    established: tuple[type[object], ...]
-    """The arms whose verdict is ``established``."""
-    reported: tuple[type[object], ...] = ()
-    """The arms whose verdict is ``reported`` (a figure stated, not established); every
-    other arm is ``refused``."""
+    """The decision function :func:`assess` runs; its arms, by verdict, are
+    ``vllm_evidence.decisions.ARMS[name]``."""
 
     def of(self, assessment: Assessment) -> Decision:
         """This claim's decision in ``assessment``."""
@@ -122,33 +109,27 @@ class ClaimSpec:
 #: :class:`Assessment` and a name in :data:`~vllm_evidence._claims.Claim` (tests hold the
 #: three equal), and its JSON hook and schema in ``output/``.
 REGISTRY: tuple[ClaimSpec, ...] = (
-    ClaimSpec("parallel", "parallel layout", decide_parallel, (ParallelEstablished,)),
-    ClaimSpec(
-        "capacity",
-        "KV-cache capacity",
-        decide_capacity,
-        (CapacityEstablished,),
-        reported=(CapacityReported,),
-    ),
-    ClaimSpec(
-        "served_identity", "served model", decide_served_identity, (ServedIdentityEstablished,)
-    ),
-    ClaimSpec(
-        "health_coverage", "/health covers", decide_health_coverage, (HealthCoverageEstablished,)
-    ),
-    ClaimSpec("front_door_join", "one process", decide_front_door_join, (JoinedIncarnation,)),
-    ClaimSpec("log_join", "log is this server's", decide_log_join, (LogJoined,)),
+    ClaimSpec("parallel", "parallel layout", decide_parallel),
+    ClaimSpec("capacity", "KV-cache capacity", decide_capacity),
+    ClaimSpec("served_identity", "served model", decide_served_identity),
+    ClaimSpec("health_coverage", "/health covers", decide_health_coverage),
+    ClaimSpec("front_door_join", "one process", decide_front_door_join),
+    ClaimSpec("log_join", "log is this server's", decide_log_join),
 )
 
-_VERDICTS: dict[type[object], Verdict] = {
-    **{arm: "established" for spec in REGISTRY for arm in spec.established},
-    **{arm: "reported" for spec in REGISTRY for arm in spec.reported},
+_VERDICTS: dict[type, Verdict] = {
+    arm: arm_verdict for arms in ARMS.values() for arm, arm_verdict in arms.verdicts().items()
 }
 
 
 def verdict(decision: object) -> Verdict:
-    """``established``, ``reported`` or ``refused``: the arm of any decision."""
-    return _VERDICTS.get(type(decision), "refused")
+    """``established``, ``reported`` or ``refused``: the arm of any decision (read from
+    :data:`vllm_evidence.decisions.ARMS`); a value that is no decision is a ``TypeError``."""
+    found = _VERDICTS.get(type(decision))
+    if found is None:
+        msg = f"verdict() takes a decision (an assessment's field), got {type(decision).__name__}"
+        raise TypeError(msg)
+    return found
 
 
 @final

@@ -24,10 +24,10 @@ from vllm_evidence._assessment import REGISTRY, Verdict
 from vllm_evidence._audit import Verdict as AuditVerdict
 from vllm_evidence._capture.batch import CaptureOrigin, ExchangeRole, ProvenanceKind, Transport
 from vllm_evidence._capture.follow import FollowEvent, FollowState
-from vllm_evidence._claims import CLAIMS
+from vllm_evidence._claims import CLAIMS, Claim
 from vllm_evidence._readback.evidence import SourceKind, Subject, arm_name
 from vllm_evidence._readback.parallel import RankAttribution
-from vllm_evidence.decisions import LogJoinReason
+from vllm_evidence.decisions import ARMS, LogJoinReason
 from vllm_evidence.serialize import SCHEMA_NAMES, schema
 from vllm_evidence.upstream import (
     CapacityAuthority,
@@ -61,9 +61,8 @@ def _law_formats() -> frozenset[object]:
     return frozenset(v.removeprefix("v1_") for v in v1)
 
 
-def _verdicts(claim: str) -> frozenset[object]:
-    spec = next(s for s in REGISTRY if s.name == claim)
-    return frozenset({"established", "refused"} | ({"reported"} if spec.reported else set()))
+def _verdicts(claim: Claim) -> frozenset[object]:
+    return frozenset(ARMS[claim].verdicts().values())
 
 
 _VERDICTS: frozenset[object] = frozenset(get_args(Verdict))

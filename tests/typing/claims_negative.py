@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from vllm_evidence import Assessment, Claim, claim_established
 from vllm_evidence._assessment import ClaimSpec
-from vllm_evidence.decisions import ParallelEstablished, decide_parallel
+from vllm_evidence.decisions import decide_parallel
 
 
 def misspelt(assessment: Assessment) -> bool:
@@ -25,4 +25,4 @@ def spelt_right(assessment: Assessment, name: Claim) -> bool:
 
 
 def a_registry_entry_names_a_claim() -> ClaimSpec:
-    return ClaimSpec("paralel", "parallel layout", decide_parallel, (ParallelEstablished,))  # type: ignore[arg-type]
+    return ClaimSpec("paralel", "parallel layout", decide_parallel)  # type: ignore[arg-type]

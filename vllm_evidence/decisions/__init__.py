@@ -66,7 +66,13 @@ from vllm_evidence.decisions._log_join import (
     LogJoinRefused,
     decide_log_join,
 )
-from vllm_evidence.decisions._narrowing import is_established, is_refused, is_reported
+from vllm_evidence.decisions._narrowing import (
+    ARMS,
+    ClaimArms,
+    is_established,
+    is_refused,
+    is_reported,
+)
 from vllm_evidence.decisions._parallel import (
     ParallelDecision,
     ParallelEstablished,
@@ -78,6 +84,7 @@ from vllm_evidence.decisions._parallel import (
 )
 
 __all__ = [
+    "ARMS",
     "BasisPoint",
     "BlockCount",
     "BlockSize",
@@ -87,6 +94,7 @@ __all__ = [
     "CapacityReason",
     "CapacityRefused",
     "CapacityReported",
+    "ClaimArms",
     "Concurrency",
     "Derivation",
     "EngineCapacity",

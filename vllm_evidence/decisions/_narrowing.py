@@ -24,10 +24,14 @@ admission code also asks ``decision.subject is Subject.SERVING`` — or calls
 
 from __future__ import annotations
 
-from typing import overload
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Final, overload
 
+import attrs
 from typing_extensions import TypeIs
 
+from vllm_evidence._claims import Claim, Verdict
 from vllm_evidence.decisions._capacity import (
     CapacityDecision,
     CapacityEstablished,
@@ -52,25 +56,47 @@ from vllm_evidence.decisions._join import (
 from vllm_evidence.decisions._log_join import LogJoinDecision, LogJoined, LogJoinRefused
 from vllm_evidence.decisions._parallel import ParallelDecision, ParallelEstablished, ParallelRefused
 
-__all__ = ["is_established", "is_refused", "is_reported"]
+__all__ = ["ARMS", "ClaimArms", "is_established", "is_refused", "is_reported"]
 
-#: Every established arm, and every refusal arm (the classes the predicates test).
-_ESTABLISHED = (
-    ParallelEstablished,
-    CapacityEstablished,
-    ServedIdentityEstablished,
-    HealthCoverageEstablished,
-    JoinedIncarnation,
-    LogJoined,
+
+@attrs.frozen
+class ClaimArms:
+    """One claim's decision, arm by arm: the class of each verdict it can have."""
+
+    established: type
+    """The arm whose verdict is ``established``."""
+    refused: type
+    """The arm whose verdict is ``refused``: it carries a reason, a detail, a remedy."""
+    reported: type | None = None
+    """The arm whose verdict is ``reported`` (figures stated, not established), if any."""
+
+    def verdicts(self) -> dict[type, Verdict]:
+        """Each arm's class and its verdict."""
+        found: dict[type, Verdict] = {self.established: "established", self.refused: "refused"}
+        if self.reported is not None:
+            found[self.reported] = "reported"
+        return found
+
+
+#: Every claim's arms: the one list of them.  The predicates here, the assessment's
+#: verdicts (``established`` / ``reported`` / ``refused`` in every document and report)
+#: and the JSON Schema's verdict enums all read it.
+ARMS: Final[Mapping[Claim, ClaimArms]] = MappingProxyType(
+    {
+        "parallel": ClaimArms(ParallelEstablished, ParallelRefused),
+        "capacity": ClaimArms(CapacityEstablished, CapacityRefused, CapacityReported),
+        "served_identity": ClaimArms(ServedIdentityEstablished, ServedIdentityRefused),
+        "health_coverage": ClaimArms(HealthCoverageEstablished, HealthCoverageRefused),
+        "front_door_join": ClaimArms(JoinedIncarnation, JoinUnestablished),
+        "log_join": ClaimArms(LogJoined, LogJoinRefused),
+    }
 )
-_REFUSED = (
-    ParallelRefused,
-    CapacityRefused,
-    ServedIdentityRefused,
-    HealthCoverageRefused,
-    JoinUnestablished,
-    LogJoinRefused,
-)
+
+#: Every established arm, every refusal arm and every reported one (what the
+#: predicates test).
+_ESTABLISHED = tuple(arms.established for arms in ARMS.values())
+_REFUSED = tuple(arms.refused for arms in ARMS.values())
+_REPORTED = tuple(arms.reported for arms in ARMS.values() if arms.reported is not None)
 
 #: Any decision an assessment holds.
 _Decision = (
@@ -86,7 +112,7 @@ _Decision = (
 def _decision(value: object, name: str) -> None:
     """Untyped callers can pass anything: a value that is no decision is a ``TypeError``
     (never a quiet ``False``, which would read as "refused")."""
-    if not isinstance(value, (*_ESTABLISHED, *_REFUSED, CapacityReported)):
+    if not isinstance(value, (*_ESTABLISHED, *_REFUSED, *_REPORTED)):
         msg = f"{name}() takes a decision (an assessment's field), got {type(value).__name__}"
         raise TypeError(msg)
 
