@@ -26,12 +26,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Final, overload
+from typing import Final, final, overload
 
 import attrs
 from typing_extensions import TypeIs
 
 from vllm_evidence._claims import Claim, Verdict
+from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.decisions._capacity import (
     CapacityDecision,
     CapacityEstablished,
@@ -59,9 +60,12 @@ from vllm_evidence.decisions._parallel import ParallelDecision, ParallelEstablis
 __all__ = ["ARMS", "ClaimArms", "is_established", "is_refused", "is_reported"]
 
 
-@attrs.frozen
-class ClaimArms:
+@final
+@attrs.frozen(init=False, repr=False)
+class ClaimArms(Sealed):
     """One claim's decision, arm by arm: the class of each verdict it can have."""
+
+    __public_constructor__ = "vllm_evidence.decisions.ARMS"
 
     established: type
     """The arm whose verdict is ``established``."""
@@ -77,18 +81,24 @@ class ClaimArms:
             found[self.reported] = "reported"
         return found
 
+    def _repr_summary(self) -> str:
+        arms = (self.established, self.refused, self.reported)
+        return " / ".join(arm.__name__ for arm in arms if arm is not None)
+
+
+_mint_arms = minter(ClaimArms, ClaimArms.__attrs_init__)
 
 #: Every claim's arms: the one list of them.  The predicates here, the assessment's
 #: verdicts (``established`` / ``reported`` / ``refused`` in every document and report)
 #: and the JSON Schema's verdict enums all read it.
 ARMS: Final[Mapping[Claim, ClaimArms]] = MappingProxyType(
     {
-        "parallel": ClaimArms(ParallelEstablished, ParallelRefused),
-        "capacity": ClaimArms(CapacityEstablished, CapacityRefused, CapacityReported),
-        "served_identity": ClaimArms(ServedIdentityEstablished, ServedIdentityRefused),
-        "health_coverage": ClaimArms(HealthCoverageEstablished, HealthCoverageRefused),
-        "front_door_join": ClaimArms(JoinedIncarnation, JoinUnestablished),
-        "log_join": ClaimArms(LogJoined, LogJoinRefused),
+        "parallel": _mint_arms(ParallelEstablished, ParallelRefused),
+        "capacity": _mint_arms(CapacityEstablished, CapacityRefused, CapacityReported),
+        "served_identity": _mint_arms(ServedIdentityEstablished, ServedIdentityRefused),
+        "health_coverage": _mint_arms(HealthCoverageEstablished, HealthCoverageRefused),
+        "front_door_join": _mint_arms(JoinedIncarnation, JoinUnestablished),
+        "log_join": _mint_arms(LogJoined, LogJoinRefused),
     }
 )
 
