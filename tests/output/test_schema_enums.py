@@ -24,7 +24,8 @@ from vllm_evidence._assessment import REGISTRY, Verdict
 from vllm_evidence._audit import Verdict as AuditVerdict
 from vllm_evidence._capture.batch import CaptureOrigin, ExchangeRole, ProvenanceKind, Transport
 from vllm_evidence._capture.follow import FollowEvent, FollowState
-from vllm_evidence._claims import CLAIMS, Claim
+from vllm_evidence._claims import Claim
+from vllm_evidence._gate.snapshot import GATE_CLAIMS
 from vllm_evidence._readback.evidence import SourceKind, Subject, arm_name
 from vllm_evidence._readback.parallel import RankAttribution
 from vllm_evidence.decisions import ARMS, LogJoinReason
@@ -124,8 +125,8 @@ SOURCES: tuple[tuple[str, frozenset[object], frozenset[object]], ...] = (
     _exact("audit:/$defs/finding/properties/verdict", AuditVerdict),
     _exact("*/global_ranks/items/properties/attribution", RankAttribution),
     # The watch documents (issue 32).
-    ("watch-*:/properties/required/items", frozenset(CLAIMS), frozenset(CLAIMS)),
-    ("watch-transition:*/properties/claim", frozenset(CLAIMS), frozenset(CLAIMS)),
+    ("watch-*:/properties/required/items", frozenset(GATE_CLAIMS), frozenset(GATE_CLAIMS)),
+    ("watch-transition:*/properties/claim", frozenset(GATE_CLAIMS), frozenset(GATE_CLAIMS)),
     ("watch-*:/$defs/verdict/properties/verdict", _VERDICTS, _VERDICTS),
     _exact("watch-*/properties/reach", Reach),
     _exact("watch-*/properties/state", FollowState),

@@ -144,7 +144,7 @@ def test_a_round_document_missing_a_key_does_not_validate(sequence: list[Round],
         (("targets", 0, "claims", "parallel", "verdict"), "maybe"),
         (("targets", 0, "claims", "nonsense"), {"verdict": "refused", "reason": "x"}),
         (("targets", 0, "log", "event"), "moved"),
-        (("schema",), "vllm-evidence.watch-round/2"),
+        (("schema",), "vllm-evidence.watch-round/1"),  # the version before
     ],
 )
 def test_a_round_document_with_a_wrong_value_does_not_validate(
@@ -176,7 +176,7 @@ def test_each_schema_names_the_version_its_documents_carry() -> None:
         document = schema(name)
         Draft202012Validator.check_schema(document)
         assert document["x-vllm-evidence-schema"] == version
-        assert document["$id"] == f"urn:vllm-evidence:schema:{name}:1"
+        assert document["$id"] == f"urn:vllm-evidence:schema:{name}:2"
         assert document["properties"]["schema"] == {"const": version}
 
 

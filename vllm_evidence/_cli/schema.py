@@ -17,8 +17,8 @@ NAMES: dict[str, str] = {
     "audit": "audit-upstream --json (vllm-evidence.audit/3)",
     "capture-manifest": "manifest.json of a saved capture (vllm-evidence/capture-manifest/3)",
     "launch-receipt": "what launch --receipt writes (vllm-evidence.launch-receipt/3)",
-    "watch-round": "watch --json, one line per round (vllm-evidence.watch-round/1)",
-    "watch-transition": "watch --json, one line per change (vllm-evidence.watch-transition/1)",
+    "watch-round": "watch --json, one line per round (vllm-evidence.watch-round/2)",
+    "watch-transition": "watch --json, one line per change (vllm-evidence.watch-transition/2)",
 }
 
 

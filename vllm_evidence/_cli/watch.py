@@ -2,8 +2,8 @@
 
 On a terminal, a live table (one row a server, those not ready first) under a line of
 counts, with the latest transitions below it; piped (or with ``--json``), JSON lines: one
-``vllm-evidence.watch-transition/1`` document per transition, then one
-``vllm-evidence.watch-round/1`` document per round.
+``vllm-evidence.watch-transition/2`` document per transition, then one
+``vllm-evidence.watch-round/2`` document per round.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from vllm_evidence._cli._output import fail, json_text, styled
 
 if TYPE_CHECKING:
     from vllm_evidence._capture.signing import VerificationKey
-    from vllm_evidence._claims import Claim
+    from vllm_evidence._gate.snapshot import GateClaim
     from vllm_evidence.watch import Round, Target, Transition
 
 PROG = "vllm-evidence watch"
@@ -33,6 +33,7 @@ examples:
   vllm-evidence watch --targets fleet.txt --shard 0/4 --json   # one of four watchers
   vllm-evidence watch http://a:8000 --rounds 2 --json --require parallel
   vllm-evidence watch --targets fleet.json --listen :9101 --require parallel capacity
+  vllm-evidence watch http://a:8000 --canary --listen :9101 --require generation
 
 A targets file is plain lines (a URL a line, then optionally log=PATH receipt=PATH;
 blank lines and # comments skipped) or Prometheus file-based service discovery (a JSON
@@ -55,6 +56,12 @@ its --deadline: a server that does not answer never holds up the others.
 every server is ready; ?target=URL for one, 404 for a server not watched), /live (the
 rounds go on), /metrics (vllm_evidence_* series labelled by target and the file's labels)
 and /assessment?target=URL (the last round's document).
+
+--canary adds the claim generation: each round, after a server's probe, one POST
+/v1/completions (a fixed prompt, max_tokens 1, --timeout, never retried) to the first
+base model its /v1/models served that round; established only when a token came back
+that round (--require generation then holds the server's readiness on it).  It costs
+each server one short request per round; without --canary nothing but GETs is sent.
 
 exit status: 0 when the last round's servers all establish every --require'd claim
 (or none is required), 2 bad usage or an unreadable targets file, 3 a --require'd claim
@@ -170,13 +177,20 @@ def register(subparsers: Any) -> None:
         "(:PORT: every interface)",
     )
     parser.add_argument(
+        "--canary",
+        action="store_true",
+        help="each round, send each server one completion (max_tokens 1) to its first "
+        "served base model, and decide the claim generation (a token came back this round)",
+    )
+    gate_claims = (*CLAIMS, "generation")  # the gate's: _gate.snapshot.GATE_CLAIMS
+    parser.add_argument(
         "--require",
         nargs="+",
         metavar="CLAIM",
-        choices=CLAIMS,
+        choices=gate_claims,
         default=[],
-        help=f"a server is ready when these are established ({', '.join(CLAIMS)}); "
-        "exit 3 unless every server is ready in the last round",
+        help=f"a server is ready when these are established ({', '.join(gate_claims)}; "
+        "generation with --canary); exit 3 unless every server is ready in the last round",
     )
     parser.set_defaults(handler=run)
 
@@ -218,6 +232,8 @@ def _check(args: argparse.Namespace) -> str | None:
         return "--startup-log goes with one URL: a log describes one server"
     if args.receipt and not args.startup_log:
         return "--receipt goes with --startup-log: a receipt witnesses a log"
+    if "generation" in args.require and not args.canary:
+        return "--require generation goes with --canary: only the canary decides it"
     return None
 
 
@@ -264,7 +280,9 @@ def run(args: argparse.Namespace) -> int:
     listener = None
     if args.listen is not None:
         try:
-            listener = _Listener(targets, args.require, args.listen, args.interval)
+            listener = _Listener(
+                targets, args.require, args.listen, args.interval, canary=args.canary
+            )
         except InputError as exc:
             return fail(PROG, str(exc))
         sys.stderr.write(
@@ -272,7 +290,7 @@ def run(args: argparse.Namespace) -> int:
             f"{len(targets)} server(s)\n"
         )
         sys.stderr.flush()
-    live = None if args.json or not styled() else _Live(args.require)
+    live = None if args.json or not styled() else _Live(args.require, canary=args.canary)
     try:
         last = asyncio.run(
             _watch(
@@ -300,7 +318,13 @@ class _Listener:
     """``--listen``: the gate's routes over the watched servers, fed each round."""
 
     def __init__(
-        self, targets: Sequence[Target], required: Sequence[Claim], listen: str, interval: float
+        self,
+        targets: Sequence[Target],
+        required: Sequence[GateClaim],
+        listen: str,
+        interval: float,
+        *,
+        canary: bool = False,
     ) -> None:
         import time
 
@@ -316,7 +340,7 @@ class _Listener:
             gate_target = GateTarget.of(target.url, target.labels)
             self._gate_urls[target.url] = gate_target.url
             gate_targets.append(gate_target)
-        self.gate = Gate(gate_targets, required)
+        self.gate = Gate(gate_targets, required, canary=canary)
         self._stale = 3 * interval + 60.0
         self._heartbeat = time.monotonic()
         self._clock = time.monotonic
@@ -338,7 +362,7 @@ class _Listener:
         for target in round_.targets:
             why = next(iter(target.problems), None) or target.reach_detail or "no assessment"
             result = target.assessment if target.assessment is not None else why
-            results.append(GateRound(self._gate_urls[target.target.url], result))
+            results.append(GateRound(self._gate_urls[target.target.url], result, target.canary))
         self.gate.record(results, duration_s=round_.duration_s)
         self._heartbeat = self._clock()
 
@@ -373,6 +397,7 @@ async def _watch(
         verify=verify,
         receipt_key=receipt,
         keep_assessments=listener is not None,  # the gate's /assessment serves them
+        canary=args.canary,
     ):
         last = round_
         if listener is not None:
@@ -387,7 +412,7 @@ async def _watch(
     return last
 
 
-def _status(last: Round | None, required: Sequence[Claim]) -> int:
+def _status(last: Round | None, required: Sequence[GateClaim]) -> int:
     """3 (with one line on stderr) when the last round has a server without a required
     claim, else 0."""
     from vllm_evidence._cli._report import report_refused
@@ -415,6 +440,7 @@ _HEADINGS: Final = {
     "health_coverage": "health",
     "front_door_join": "one process",
     "log_join": "log",
+    "generation": "generation",
 }
 _STYLE: Final = {"established": "green", "reported": "yellow", "refused": "red"}
 
@@ -442,11 +468,14 @@ def transition_line(transition: Transition) -> str:
 class _Live:
     """The terminal view: rich's live display, redrawn once a round."""
 
-    def __init__(self, required: Sequence[Claim]) -> None:
+    def __init__(self, required: Sequence[GateClaim], *, canary: bool = False) -> None:
         from rich.console import Console
         from rich.live import Live
 
+        from vllm_evidence._claims import CLAIMS
+
         self._required = tuple(required)
+        self._columns: tuple[GateClaim, ...] = (*CLAIMS, "generation") if canary else CLAIMS
         self._console = Console()
         self._recent: list[str] = []
         self._live = Live(console=self._console, auto_refresh=False, transient=False)
@@ -464,7 +493,6 @@ class _Live:
         from rich.table import Table
         from rich.text import Text
 
-        from vllm_evidence._claims import CLAIMS
         from vllm_evidence._scrub import scrub
         from vllm_evidence.watch import Reach
 
@@ -480,7 +508,7 @@ class _Live:
         )
         room = max(1, self._console.height - 8 - len(self._recent))
         table = Table(show_lines=False)
-        for column in ("server", "front door", *(_HEADINGS[c] for c in CLAIMS), "ready"):
+        for column in ("server", "front door", *(_HEADINGS[c] for c in self._columns), "ready"):
             table.add_column(column, overflow="fold")
         for target in targets[:room]:
             labels = " ".join(f"{k}={v}" for k, v in target.target.labels)
@@ -488,7 +516,7 @@ class _Live:
                 Text(scrub(f"{target.target.url} {labels}".strip())),
                 Text(target.reach.value, style="" if target.reach is Reach.ANSWERING else "red"),
             ]
-            for claim in CLAIMS:
+            for claim in self._columns:
                 verdict = target.claim(claim)
                 if verdict is None:
                     cells.append(Text("—"))

@@ -8,7 +8,7 @@ claim established) and the transitions since the round before (:class:`ClaimChan
 :class:`Restarted`, :class:`ReachChanged`, :class:`LogChanged`).  Targets come from URLs or
 a targets file (:func:`read_targets`: plain lines or Prometheus file_sd), and
 :class:`Shard` takes a stable share of them.  :func:`round_lines` gives a round's JSON
-lines (``vllm-evidence.watch-transition/1`` and ``vllm-evidence.watch-round/1``).
+lines (``vllm-evidence.watch-transition/2`` and ``vllm-evidence.watch-round/2``).
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""A watch's JSON lines: one ``vllm-evidence.watch-transition/1`` document per transition
-and one ``vllm-evidence.watch-round/1`` document per round
+"""A watch's JSON lines: one ``vllm-evidence.watch-transition/2`` document per transition
+and one ``vllm-evidence.watch-round/2`` document per round
 (``vllm-evidence schema watch-transition``, ``vllm-evidence schema watch-round``).
 
 Both are the package converter's renderings of the watch's typed values; the hooks are
@@ -39,18 +39,18 @@ __all__ = [
     "transition_document",
 ]
 
-ROUND_SCHEMA: Final = "vllm-evidence.watch-round/1"
-TRANSITION_SCHEMA: Final = "vllm-evidence.watch-transition/1"
+ROUND_SCHEMA: Final = "vllm-evidence.watch-round/2"
+TRANSITION_SCHEMA: Final = "vllm-evidence.watch-transition/2"
 
 
 def round_document(round_: Round) -> dict[str, Any]:
-    """The ``vllm-evidence.watch-round/1`` document of one round."""
+    """The ``vllm-evidence.watch-round/2`` document of one round."""
     document: dict[str, Any] = converter.unstructure(round_)
     return document
 
 
 def transition_document(transition: Transition) -> dict[str, Any]:
-    """The ``vllm-evidence.watch-transition/1`` document of one transition."""
+    """The ``vllm-evidence.watch-transition/2`` document of one transition."""
     document: dict[str, Any] = converter.unstructure(transition)
     return document
 

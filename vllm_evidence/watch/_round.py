@@ -3,7 +3,8 @@ the transitions since the round before.
 
 A round holds, for every target in the order given, how its front door answered
 (:class:`Reach`), the process start time it showed, every claim's verdict for the serving
-process (:class:`ClaimVerdict`), whether it is *ready* (it answered and every required
+process (:class:`ClaimVerdict`; ``generation`` too when the watch sends the canary),
+whether it is *ready* (it answered and every required
 claim is established), its followed log's state (:class:`LogView`) and, unless the
 watch was told not to keep them, its whole :class:`~vllm_evidence._assessment.Assessment`.
 
@@ -37,7 +38,8 @@ from typing import TYPE_CHECKING, TypeAlias, final
 import attrs
 
 from vllm_evidence._capture.follow import FollowEvent, FollowState
-from vllm_evidence._claims import Claim
+from vllm_evidence._gate.canary import CanaryResult
+from vllm_evidence._gate.snapshot import GateClaim
 from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.watch._targets import Target
 
@@ -83,10 +85,12 @@ class ClaimVerdict(Sealed):
 
     __public_constructor__ = _MADE_BY
 
-    claim: Claim
+    claim: GateClaim
+    """An assessment's claim, or ``generation`` (the canary's, with ``canary=True``)."""
     verdict: Verdict
     reason: str
-    """The decision's reason (``established``, ``rank_lost``, …)."""
+    """The decision's reason (``established``, ``rank_lost``, …; the canary's
+    ``generated``, ``canary_http_error``, …)."""
     detail: str
     """The decision's one line for a person."""
 
@@ -133,7 +137,8 @@ class TargetRound(Sealed):
     """The ``process_start_time_seconds`` every bracketing ``/metrics`` read carried (the
     front-door join established); ``None`` when it was not observed this round."""
     claims: tuple[ClaimVerdict, ...]
-    """Every claim, in :data:`~vllm_evidence.CLAIMS` order (empty when the round failed)."""
+    """Every claim, in :data:`~vllm_evidence._claims.CLAIMS` order, then ``generation``
+    when the watch sends the canary (empty when the round failed)."""
     ready: bool
     """The front door answered and every required claim is established for its serving
     process."""
@@ -146,8 +151,11 @@ class TargetRound(Sealed):
     """How long the target's round took (seconds)."""
     assessment: Assessment | None
     """The whole assessment, when the watch keeps them and the round reached one."""
+    canary: CanaryResult | None
+    """This round's generation canary (``None``: the watch sends none, or the round
+    reached no assessment to name a model from)."""
 
-    def claim(self, name: Claim) -> ClaimVerdict | None:
+    def claim(self, name: GateClaim) -> ClaimVerdict | None:
         """The verdict of one claim this round (``None`` when the round failed)."""
         return next((c for c in self.claims if c.claim == name), None)
 
@@ -176,7 +184,7 @@ class ClaimChanged(Sealed):
     round_index: int
     at: datetime
     target: Target
-    claim: Claim
+    claim: GateClaim
     before: ClaimVerdict
     after: ClaimVerdict
 
@@ -264,7 +272,7 @@ class Round(Sealed):
     """The interval rounds are started at (``None`` for a round run by hand)."""
     late_s: float
     """How long after its interval the round began (the round before overran it)."""
-    required: tuple[Claim, ...]
+    required: tuple[GateClaim, ...]
     """The claims a target must have established to be :attr:`TargetRound.ready`."""
     targets: tuple[TargetRound, ...]
     transitions: tuple[Transition, ...]

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import math
+import ssl
 import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from datetime import UTC, datetime
@@ -43,10 +44,13 @@ from vllm_evidence._capture.http import (
     DEFAULT_DEADLINE_S,
     DEFAULT_TIMEOUT_S,
     BodyBudget,
+    _ca_context,
     probe,
     worst_case_body_bytes,
 )
-from vllm_evidence._claims import CLAIMS, Claim
+from vllm_evidence._claims import CLAIMS
+from vllm_evidence._gate.canary import GENERATION, CanaryResult, run_canary
+from vllm_evidence._gate.snapshot import GATE_CLAIMS, GateClaim
 from vllm_evidence._readback import readback_from_batch
 from vllm_evidence._scrub import scrub
 from vllm_evidence.decisions import JoinedIncarnation
@@ -144,15 +148,19 @@ class Watcher:
     joins a log).  ``keep_assessments=False`` keeps only
     the verdicts (a round then holds no bodies: what a long watch over many targets
     wants).  ``max_log_poll_bytes`` bounds what one round reads of one log (a log found
-    long is read over several rounds).  Raises :class:`InputError` for a setting that is
-    not one, and for a server given twice.
+    long is read over several rounds).  ``canary=True`` sends, once a round, the
+    generation canary (one bounded completion, ``max_tokens`` 1, to the first base model
+    each target served that round; see ``vllm-evidence watch --help``) and adds the claim
+    ``generation``, established only when a token came back in that round; ``require``
+    may name it then.  Without it nothing but GETs is sent.  Raises
+    :class:`InputError` for a setting that is not one, and for a server given twice.
     """
 
     def __init__(
         self,
         targets: Iterable[Target],
         *,
-        require: Sequence[Claim] = (),
+        require: Sequence[GateClaim] = (),
         concurrency: int = DEFAULT_CONCURRENCY,
         interval: float | None = None,
         timeout: float | None = None,
@@ -164,6 +172,7 @@ class Watcher:
         keep_assessments: bool = True,
         body_budget_bytes: int = DEFAULT_BODY_BUDGET_BYTES,
         max_log_poll_bytes: int = MAX_POLL_BYTES,
+        canary: bool = False,
     ) -> None:
         listed = list(targets)
         seen: set[str] = set()
@@ -176,9 +185,17 @@ class Watcher:
                 msg = "a server is listed twice among the targets (each is watched once)"
                 raise InputError(msg)
             seen.add(target.url)
-        unknown = [c for c in require if c not in CLAIMS]
+        flag: object = canary  # callers outside mypy can pass anything
+        if not isinstance(flag, bool):
+            msg = f"canary is True or False, got {flag!r}"
+            raise InputError(msg)
+        known = GATE_CLAIMS if canary else CLAIMS
+        unknown = [c for c in require if c not in known]
+        if unknown == [GENERATION]:
+            msg = "require names generation, which only the canary decides: give canary=True"
+            raise InputError(msg)
         if unknown:
-            msg = f"require names claims of {', '.join(CLAIMS)}, got {unknown[0]!r}"
+            msg = f"require names claims of {', '.join(known)}, got {unknown[0]!r}"
             raise InputError(msg)
         _count("concurrency", concurrency)
         self.interval = None if interval is None else _positive("interval", interval)
@@ -197,11 +214,16 @@ class Watcher:
             else min(DEFAULT_TIMEOUT_S, self.deadline)
         )
         self.targets: tuple[Target, ...] = tuple(listed)
-        self.require: tuple[Claim, ...] = tuple(dict.fromkeys(require))
+        self.require: tuple[GateClaim, ...] = tuple(dict.fromkeys(require))
+        self.canary = canary
         self.concurrency = concurrency
         self._api_key = api_key
         self._development_routes = development_routes
         self._verify = verify
+        # the canary's connection verifies as the probe's does (a CA path read once here)
+        self._canary_verify: bool | ssl.SSLContext = (
+            _ca_context(verify) if canary and isinstance(verify, str) else bool(verify)
+        )
         self._keep = keep_assessments
         self._budget_bytes = body_budget_bytes
         self._budget: BodyBudget | None = None
@@ -295,11 +317,24 @@ class Watcher:
             finally:
                 if self._budget is not None:
                     self._budget.release(batch)
+            canary = await self._canary_round(slot.target, assessment)
         except Exception as exc:  # noqa: BLE001  # one target's error is its round, never the watch's
             why = scrub(" ".join(f"{type(exc).__name__}: {exc}".split()))[:500]
             problems.append(f"the watch could not finish this target's round ({why})")
             return self._without_answer(slot, Reach.FAILED, why, view, problems, began)
-        return self._assessed(slot, assessment, view, problems, began)
+        return self._assessed(slot, assessment, canary, view, problems, began)
+
+    async def _canary_round(self, target: Target, assessment: Assessment) -> CanaryResult | None:
+        """This round's canary to ``target`` (``None`` without ``canary=True``)."""
+        if not self.canary:
+            return None
+        return await run_canary(
+            target.url,
+            assessment,
+            api_key=self._api_key,
+            timeout_s=self.timeout,
+            verify=self._canary_verify,
+        )
 
     async def _probe(self, target: Target) -> CaptureBatch | None:
         try:
@@ -336,12 +371,14 @@ class Watcher:
             problems=tuple(problems),
             duration_s=time.monotonic() - began,
             assessment=None,
+            canary=None,
         )
 
     def _assessed(
         self,
         slot: _Slot,
         assessment: Assessment,
+        canary: CanaryResult | None,
         view: LogView | None,
         problems: list[str],
         began: float,
@@ -363,8 +400,20 @@ class Watcher:
             )
             for claim, d in claim_decisions(assessment).items()
         )
+        if canary is not None:
+            claims += (
+                _mint_claim_verdict(
+                    claim=GENERATION,
+                    verdict="established" if canary.generated else "refused",
+                    reason=canary.reason.value,
+                    detail=canary.detail,
+                ),
+            )
         ready = reach is Reach.ANSWERING and all(
-            claim_established(assessment, claim) for claim in self.require
+            canary is not None and canary.generated
+            if claim == GENERATION
+            else claim_established(assessment, claim)
+            for claim in self.require
         )
         return _mint_target_round(
             target=slot.target,
@@ -377,6 +426,7 @@ class Watcher:
             problems=tuple(problems),
             duration_s=time.monotonic() - began,
             assessment=assessment if self._keep else None,
+            canary=canary,
         )
 
 
@@ -458,7 +508,7 @@ async def watch(
     *,
     interval: float = DEFAULT_INTERVAL_S,
     rounds: int | None = None,
-    require: Sequence[Claim] = (),
+    require: Sequence[GateClaim] = (),
     concurrency: int = DEFAULT_CONCURRENCY,
     timeout: float | None = None,
     deadline: float | None = None,
@@ -469,6 +519,7 @@ async def watch(
     keep_assessments: bool = True,
     body_budget_bytes: int = DEFAULT_BODY_BUDGET_BYTES,
     max_log_poll_bytes: int = MAX_POLL_BYTES,
+    canary: bool = False,
 ) -> AsyncIterator[Round]:
     """Rounds over ``targets``, one every ``interval`` seconds, for ever or ``rounds``
     times: ``async for round in watch(targets, interval=15, require=("parallel",))``.
@@ -494,6 +545,7 @@ async def watch(
         keep_assessments=keep_assessments,
         body_budget_bytes=body_budget_bytes,
         max_log_poll_bytes=max_log_poll_bytes,
+        canary=canary,
     )
     assert watcher.interval is not None  # noqa: S101 - given above
     loop = asyncio.get_running_loop()
