@@ -12,6 +12,8 @@ from typing import Final, final
 import attrs
 from hypothesis import strategies as st
 
+from vllm_evidence.upstream import CapacityFormat
+
 __all__ = ["GeneratedCapacity"]
 
 
@@ -39,9 +41,9 @@ class GeneratedCapacity:
 #: The device a V1 engine names in its KV cache size line.
 _devices = st.sampled_from(["GPU", "GPU", "CPU", "XPU"])
 
-#: The two V1 capacity formats: two lines before 0.28, one line from 0.28.0 (the law
-#: ``capacity.log_format``).
-_V1_FORMATS: Final = ("v1_two_line", "v1_one_line")
+#: The V1 capacity formats (two lines before 0.28, one line from 0.28.0: the law
+#: ``capacity.log_format``), read from the one enum of them.
+_V1_FORMATS: Final = tuple(f.value for f in CapacityFormat if f.value.startswith("v1_"))
 
 
 def _capacity_tokens(*, zero: bool | None, high: int = 10**9) -> st.SearchStrategy[int]:
