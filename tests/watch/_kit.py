@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import http.client
 import json
+import re
+import time
 from pathlib import Path
 
 from vllm_evidence._adapters.receipt import RECEIPT_SCHEMA, ReceiptRecord, signed_receipt_document
@@ -68,3 +71,30 @@ def turn(watcher: Watcher) -> Round:
     """One round of ``watcher`` (on an event loop of its own: what happens between two
     rounds is the test's, written between two calls)."""
     return asyncio.run(watcher.round())
+
+
+# -- a --listen process's routes
+
+SERVING = re.compile(r"serving (http://127\.0\.0\.1:(\d+)) \(/ready /live /metrics /assessment\)")
+
+
+def get_route(port: int, path: str) -> tuple[int, bytes]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+    try:
+        conn.request("GET", path)
+        answer = conn.getresponse()
+        return answer.status, answer.read()
+    finally:
+        conn.close()
+
+
+def until_status(port: int, path: str, status: int, limit_s: float = 30.0) -> bytes:
+    deadline = time.monotonic() + limit_s
+    seen: tuple[int, bytes] | None = None
+    while time.monotonic() < deadline:
+        seen = get_route(port, path)
+        if seen[0] == status:
+            return seen[1]
+        time.sleep(0.05)
+    msg = f"{path}: never {status} in {limit_s} s (last: {seen!r})"
+    raise AssertionError(msg)

@@ -8,20 +8,18 @@ GETs reaches the server; with it, one canary a target a round.
 
 from __future__ import annotations
 
-import http.client
 import json
 import re
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from urllib.parse import quote
 
 import pytest
 from jsonschema import Draft202012Validator
 
-from tests.watch._kit import KILL, turn
+from tests.watch._kit import KILL, SERVING, get_route, turn, until_status
 from tests.watch.test_documents import schema
 from vllm_evidence.cli import main
 from vllm_evidence.errors import InputError
@@ -34,8 +32,6 @@ from vllm_evidence.watch import (
     round_document,
     transition_document,
 )
-
-SERVING = re.compile(r"serving (http://127\.0\.0\.1:(\d+)) \(/ready /live /metrics /assessment\)")
 
 
 def _generation(round_: Round) -> tuple[str, str] | None:
@@ -168,28 +164,6 @@ def test_the_command_refuses_generation_without_the_canary(
     assert len(err.strip().splitlines()) == 1
 
 
-def _get(port: int, path: str) -> tuple[int, bytes]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        conn.request("GET", path)
-        answer = conn.getresponse()
-        return answer.status, answer.read()
-    finally:
-        conn.close()
-
-
-def _until(port: int, path: str, status: int, limit_s: float = 30.0) -> bytes:
-    deadline = time.monotonic() + limit_s
-    seen: tuple[int, bytes] | None = None
-    while time.monotonic() < deadline:
-        seen = _get(port, path)
-        if seen[0] == status:
-            return seen[1]
-        time.sleep(0.05)
-    msg = f"{path}: never {status} in {limit_s} s (last: {seen!r})"
-    raise AssertionError(msg)
-
-
 def test_listen_serves_the_canary_ready_503_and_back(tmp_path: Path) -> None:
     """``watch --listen --canary --require generation``: /ready for the target is 200 while
     a token comes back, 503 naming generation once the server answers the canary 500, and
@@ -205,17 +179,17 @@ def test_listen_serves_the_canary_ready_503_and_back(tmp_path: Path) -> None:
             assert found
             port = int(found.group(2))
             one = f"/ready?target={quote(door.url, safe='')}"
-            assert json.loads(_until(port, one, 200))["ready"]
-            metrics = _get(port, "/metrics")[1].decode()
+            assert json.loads(until_status(port, one, 200))["ready"]
+            metrics = get_route(port, "/metrics")[1].decode()
             assert re.search(
                 r'vllm_evidence_claim_established\{[^}]*claim="generation"[^}]*\} 1', metrics
             )
             door.set_completion(Fault(status=500))
-            refused = json.loads(_until(port, one, 503))
+            refused = json.loads(until_status(port, one, 503))
             (target,) = refused["targets"]
             assert [r["claim"] for r in target["refusals"]] == ["generation"]
             door.set_completion(Fault())
-            assert json.loads(_until(port, one, 200))["ready"]
+            assert json.loads(until_status(port, one, 200))["ready"]
         finally:
             proc.send_signal(signal.SIGINT)
             try:

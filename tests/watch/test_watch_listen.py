@@ -11,13 +11,11 @@ and real sockets: the watch runs until interrupted, then exits 130 and frees the
 
 from __future__ import annotations
 
-import http.client
 import json
 import re
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
@@ -25,33 +23,9 @@ from urllib.parse import quote
 import pytest
 
 from tests._ports import nothing_listening
-from tests.watch._kit import KILL
+from tests.watch._kit import KILL, SERVING, get_route, until_status
 from vllm_evidence.cli import main
 from vllm_evidence.testing._stub import serve_capture
-
-SERVING = re.compile(r"serving (http://127\.0\.0\.1:(\d+)) \(/ready /live /metrics /assessment\)")
-
-
-def _get(port: int, path: str) -> tuple[int, bytes]:
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
-    try:
-        conn.request("GET", path)
-        answer = conn.getresponse()
-        return answer.status, answer.read()
-    finally:
-        conn.close()
-
-
-def _until(port: int, path: str, status: int, limit_s: float = 30.0) -> bytes:
-    deadline = time.monotonic() + limit_s
-    seen: tuple[int, bytes] | None = None
-    while time.monotonic() < deadline:
-        seen = _get(port, path)
-        if seen[0] == status:
-            return seen[1]
-        time.sleep(0.05)
-    msg = f"{path}: never {status} in {limit_s} s (last: {seen!r})"
-    raise AssertionError(msg)
 
 
 @pytest.fixture
@@ -94,16 +68,16 @@ def test_ready_answers_for_the_fleet_and_for_each_target(
     listening: tuple[int, str, str, subprocess.Popen[bytes]],
 ) -> None:
     port, alive, dead, _ = listening
-    assert json.loads(_until(port, f"/ready?target={quote(alive, safe='')}", 200))["ready"]
-    status, body = _get(port, "/ready")
+    assert json.loads(until_status(port, f"/ready?target={quote(alive, safe='')}", 200))["ready"]
+    status, body = get_route(port, "/ready")
     fleet = json.loads(body)
     assert status == 503  # one server is not ready: the fleet is not
     assert fleet["required"] == ["served_identity"]
     assert {t["target"]: t["ready"] for t in fleet["targets"]} == {alive: True, dead: False}
-    refused = json.loads(_until(port, f"/ready?target={quote(dead, safe='')}", 503))
+    refused = json.loads(until_status(port, f"/ready?target={quote(dead, safe='')}", 503))
     (target,) = refused["targets"]
     assert {r["claim"] for r in target["refusals"]} == {"served_identity"}
-    status, body = _get(port, "/ready?target=" + quote("http://127.0.0.1:1", safe=""))
+    status, body = get_route(port, "/ready?target=" + quote("http://127.0.0.1:1", safe=""))
     assert status == 404
     assert json.loads(body)["error"] == "not a target of this gate"
 
@@ -112,8 +86,8 @@ def test_metrics_carry_each_target_and_its_labels(
     listening: tuple[int, str, str, subprocess.Popen[bytes]],
 ) -> None:
     port, alive, dead, _ = listening
-    _until(port, f"/ready?target={quote(alive, safe='')}", 200)
-    _, text = _get(port, "/metrics")
+    until_status(port, f"/ready?target={quote(alive, safe='')}", 200)
+    _, text = get_route(port, "/metrics")
     metrics = text.decode()
     ready = {
         m.group(1): m.group(2)
@@ -128,19 +102,19 @@ def test_metrics_carry_each_target_and_its_labels(
 
 def test_assessment_and_live(listening: tuple[int, str, str, subprocess.Popen[bytes]]) -> None:
     port, alive, _, proc = listening
-    _until(port, f"/ready?target={quote(alive, safe='')}", 200)
-    status, body = _get(port, f"/assessment?target={quote(alive, safe='')}")
+    until_status(port, f"/ready?target={quote(alive, safe='')}", 200)
+    status, body = get_route(port, f"/assessment?target={quote(alive, safe='')}")
     assert status == 200
     document = json.loads(body)
     assert document["schema"].startswith("vllm-evidence.assessment/")
     assert document["decisions"]["served_identity"]["verdict"] == "established"
-    status, body = _get(port, "/assessment")
+    status, body = get_route(port, "/assessment")
     assert status == 400  # two targets: say which
-    assert json.loads(_until(port, "/live", 200))["live"] is True
+    assert json.loads(until_status(port, "/live", 200))["live"] is True
     proc.send_signal(signal.SIGINT)
     assert proc.wait(20) == 130
     with pytest.raises(ConnectionRefusedError):
-        _get(port, "/live")  # the port is released
+        get_route(port, "/live")  # the port is released
 
 
 @pytest.mark.parametrize(
