@@ -8,9 +8,9 @@ function, in the same order (a test holds the two equal), and
 
 from __future__ import annotations
 
-from typing import Literal, TypeAlias, get_args
+from typing import Final, Literal, TypeAlias, get_args
 
-__all__ = ["CLAIMS", "Claim", "Verdict"]
+__all__ = ["CLAIMS", "GATE_CLAIMS", "GENERATION", "Claim", "GateClaim", "Verdict"]
 
 #: A claim an assessment decides: ``claim_established(a, "paralel")`` is a mypy error.
 Claim: TypeAlias = Literal[
@@ -27,3 +27,11 @@ Verdict: TypeAlias = Literal["established", "reported", "refused"]
 
 #: The claims ``--require`` can name, in report order (the members of :data:`Claim`).
 CLAIMS: tuple[Claim, ...] = get_args(Claim)
+
+#: The claim the generation canary decides (``--canary``; never an assessment's).
+GENERATION: Final = "generation"
+#: A claim the gate and the watch can require: an assessment's, or ``generation``.
+GateClaim: TypeAlias = Claim | Literal["generation"]
+#: Every claim the gate and the watch can serve, in order: the assessment's, then
+#: ``generation``.
+GATE_CLAIMS: tuple[GateClaim, ...] = (*CLAIMS, GENERATION)

@@ -24,8 +24,7 @@ from vllm_evidence._assessment import REGISTRY, Verdict
 from vllm_evidence._audit import Verdict as AuditVerdict
 from vllm_evidence._capture.batch import CaptureOrigin, ExchangeRole, ProvenanceKind, Transport
 from vllm_evidence._capture.follow import FollowEvent, FollowState
-from vllm_evidence._claims import Claim
-from vllm_evidence._gate.snapshot import GATE_CLAIMS
+from vllm_evidence._claims import GATE_CLAIMS, Claim
 from vllm_evidence._readback.evidence import SourceKind, Subject, arm_name
 from vllm_evidence._readback.parallel import RankAttribution
 from vllm_evidence.decisions import ARMS, LogJoinReason

@@ -103,9 +103,8 @@ def register(subparsers: Any) -> None:
         action="store_true",
         help="write the log through a symbolic link (refused by default)",
     )
-    from vllm_evidence._claims import CLAIMS
+    from vllm_evidence._claims import GATE_CLAIMS
 
-    gate_claims = (*CLAIMS, "generation")  # the gate's: gate.snapshot.GATE_CLAIMS
     gate = parser.add_argument_group("the gate")
     gate.add_argument(
         "--serve",
@@ -116,9 +115,9 @@ def register(subparsers: Any) -> None:
         "--require",
         nargs="+",
         metavar="CLAIM",
-        choices=gate_claims,
+        choices=GATE_CLAIMS,
         default=[],
-        help=f"with --serve: the claims /ready requires ({', '.join(gate_claims)}; "
+        help=f"with --serve: the claims /ready requires ({', '.join(GATE_CLAIMS)}; "
         "generation with --canary)",
     )
     gate.add_argument(

@@ -19,7 +19,7 @@ from vllm_evidence._cli._output import fail, json_text, styled
 
 if TYPE_CHECKING:
     from vllm_evidence._capture.signing import VerificationKey
-    from vllm_evidence._gate.snapshot import GateClaim
+    from vllm_evidence._claims import GateClaim
     from vllm_evidence.watch import Round, Target, Transition
 
 PROG = "vllm-evidence watch"
@@ -98,7 +98,7 @@ def _duration_arg(text: str) -> float:
 
 def register(subparsers: Any) -> None:
     """Add the ``watch`` subcommand."""
-    from vllm_evidence._claims import CLAIMS
+    from vllm_evidence._claims import GATE_CLAIMS
 
     parser = subparsers.add_parser(
         "watch",
@@ -182,14 +182,13 @@ def register(subparsers: Any) -> None:
         help="each round, send each server one completion (max_tokens 1) to its first "
         "served base model, and decide the claim generation (a token came back this round)",
     )
-    gate_claims = (*CLAIMS, "generation")  # the gate's: _gate.snapshot.GATE_CLAIMS
     parser.add_argument(
         "--require",
         nargs="+",
         metavar="CLAIM",
-        choices=gate_claims,
+        choices=GATE_CLAIMS,
         default=[],
-        help=f"a server is ready when these are established ({', '.join(gate_claims)}; "
+        help=f"a server is ready when these are established ({', '.join(GATE_CLAIMS)}; "
         "generation with --canary); exit 3 unless every server is ready in the last round",
     )
     parser.set_defaults(handler=run)
@@ -472,10 +471,10 @@ class _Live:
         from rich.console import Console
         from rich.live import Live
 
-        from vllm_evidence._claims import CLAIMS
+        from vllm_evidence._claims import CLAIMS, GATE_CLAIMS
 
         self._required = tuple(required)
-        self._columns: tuple[GateClaim, ...] = (*CLAIMS, "generation") if canary else CLAIMS
+        self._columns: tuple[GateClaim, ...] = GATE_CLAIMS if canary else CLAIMS
         self._console = Console()
         self._recent: list[str] = []
         self._live = Live(console=self._console, auto_refresh=False, transient=False)

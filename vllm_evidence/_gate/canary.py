@@ -26,7 +26,7 @@ from __future__ import annotations
 import enum
 import json
 import ssl
-from typing import Final, final
+from typing import final
 
 import attrs
 
@@ -37,7 +37,6 @@ from vllm_evidence._capture.canary import MAX_MODEL_CHARS, CanaryExchange, send_
 from vllm_evidence._seal import Sealed, minter
 
 __all__ = [
-    "GENERATION",
     "CanaryReason",
     "CanaryResult",
     "judge_canary",
@@ -47,9 +46,6 @@ __all__ = [
 
 #: Who makes these: the gate, which only the command line runs.
 _GATE = "the gate (vllm-evidence launch --serve, vllm-evidence watch --listen)"
-
-#: The claim the canary decides (``--require generation``, with ``--canary``).
-GENERATION: Final = "generation"
 
 
 class CanaryReason(enum.Enum):

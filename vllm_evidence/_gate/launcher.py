@@ -50,10 +50,11 @@ from vllm_evidence._assessment import assess
 from vllm_evidence._capture.http import probe
 from vllm_evidence._capture.proc import read_proc
 from vllm_evidence._capture.process import ChildStarted, LogProgress, SignalRelay, scrub_argv
+from vllm_evidence._claims import GateClaim
 from vllm_evidence._gate.canary import run_canary
 from vllm_evidence._gate.loop import GateLoop
 from vllm_evidence._gate.server import GateServer, parse_address
-from vllm_evidence._gate.snapshot import Gate, GateClaim, GateTarget, TargetRound
+from vllm_evidence._gate.snapshot import Gate, GateTarget, TargetRound
 from vllm_evidence._launch import LogReader, launch, receipt_record
 from vllm_evidence._readback import CapturedReadback, readback_from_batch
 from vllm_evidence._scrub import remember, scrub

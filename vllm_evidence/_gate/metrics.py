@@ -49,7 +49,8 @@ from prometheus_client.core import (
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
-from vllm_evidence._gate.snapshot import GATE_CLAIMS, MAX_ENGINES, Gate, GateSnapshot
+from vllm_evidence._claims import GATE_CLAIMS
+from vllm_evidence._gate.snapshot import MAX_ENGINES, Gate, GateSnapshot
 
 __all__ = [
     "CONTENT_TYPE",

@@ -33,15 +33,15 @@ import re
 import threading
 from collections.abc import Sequence
 from decimal import Decimal
-from typing import Literal, TypeAlias, final
+from typing import final
 
 import attrs
 
 from vllm_evidence._adapters.process_tree import ProcessTree
 from vllm_evidence._assessment import Assessment, Verdict, claim_established, verdict
 from vllm_evidence._capture._target import clean_target
-from vllm_evidence._claims import CLAIMS, Claim
-from vllm_evidence._gate.canary import GENERATION, CanaryReason, CanaryResult
+from vllm_evidence._claims import CLAIMS, GATE_CLAIMS, GENERATION, Claim, GateClaim
+from vllm_evidence._gate.canary import CanaryReason, CanaryResult
 from vllm_evidence._readback.evidence import Subject
 from vllm_evidence._readback.processes import LostProcess, lost_processes
 from vllm_evidence._seal import Sealed, minter
@@ -60,14 +60,12 @@ from vllm_evidence.errors import InputError
 
 __all__ = [
     "CLOSED_REASONS",
-    "GATE_CLAIMS",
     "MAX_ENGINES",
     "MAX_LABELS",
     "ClaimSource",
     "ClaimState",
     "EngineTokens",
     "Gate",
-    "GateClaim",
     "GateReason",
     "GateSnapshot",
     "GateTarget",
@@ -103,10 +101,6 @@ CLOSED_REASONS: frozenset[str] = frozenset(
     for member in enum_class
 )
 
-#: A claim the gate can require: an assessment's, or ``generation`` (the canary's).
-GateClaim: TypeAlias = Claim | Literal["generation"]
-#: Every claim the gate can serve, in order: the assessment's, then ``generation``.
-GATE_CLAIMS: tuple[GateClaim, ...] = (*CLAIMS, GENERATION)
 
 #: The most DP engines whose capacity one target reports (a body from a server is
 #: hostile: its ``engine`` labels are bounded in number here, and in length).

@@ -38,8 +38,8 @@ from typing import TYPE_CHECKING, TypeAlias, final
 import attrs
 
 from vllm_evidence._capture.follow import FollowEvent, FollowState
+from vllm_evidence._claims import GateClaim
 from vllm_evidence._gate.canary import CanaryResult
-from vllm_evidence._gate.snapshot import GateClaim
 from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.watch._targets import Target
 

@@ -48,9 +48,8 @@ from vllm_evidence._capture.http import (
     probe,
     worst_case_body_bytes,
 )
-from vllm_evidence._claims import CLAIMS
-from vllm_evidence._gate.canary import GENERATION, CanaryResult, run_canary
-from vllm_evidence._gate.snapshot import GATE_CLAIMS, GateClaim
+from vllm_evidence._claims import CLAIMS, GATE_CLAIMS, GENERATION, GateClaim
+from vllm_evidence._gate.canary import CanaryResult, run_canary
 from vllm_evidence._readback import readback_from_batch
 from vllm_evidence._scrub import scrub
 from vllm_evidence.decisions import JoinedIncarnation
