@@ -1,9 +1,10 @@
 """The claim names an assessment decides, as the type checker knows them.
 
 The ground floor holds only the names (``--require`` reads them without loading a
-decision); :data:`vllm_evidence._assessment.REGISTRY` holds each claim's title, decision
-function, in the same order (a test holds the two equal), and
-:data:`vllm_evidence.decisions.ARMS` each claim's arms by verdict.
+decision); :data:`vllm_evidence._assessment.REGISTRY` holds each claim's title and decision
+function in the same order (a test holds the two equal), and
+:data:`vllm_evidence.decisions.ARMS` each claim's arms by verdict.  The gate and the watch
+add one claim no assessment decides, ``generation`` (the canary's): :data:`GATE_CLAIMS`.
 """
 
 from __future__ import annotations

@@ -109,6 +109,8 @@ def _named_by_its_module(cls: type) -> bool:
 
 
 _NAME = re.compile(r"\bvllm_evidence(?:\.\w+)+(?:\(\))?")
+#: A maker that is a command, not a function: the gate's (``launch --serve``, ``watch --listen``).
+_COMMAND = re.compile(r"\bvllm-evidence (launch|watch) --")
 
 
 def _resolve(dotted: str) -> object:
@@ -129,7 +131,7 @@ def test_public_constructor_names_real_public_objects(cls: type[Sealed]) -> None
     text = cls.__public_constructor__
     names = _NAME.findall(text)
     if not names:  # made only by a command (the gate): it names the command
-        assert re.search(r"\bvllm-evidence (launch|watch) --", text), text
+        assert _COMMAND.search(text), text
         return
     for name in names:
         dotted = name.removesuffix("()")
@@ -137,3 +139,19 @@ def test_public_constructor_names_real_public_objects(cls: type[Sealed]) -> None
         obj = _resolve(dotted)
         if name.endswith("()"):
             assert callable(obj), name
+
+
+@pytest.mark.parametrize(
+    ("text", "named"),
+    [
+        ("vllm_evidence.assess()", "function"),
+        ("the gate (vllm-evidence launch --serve, vllm-evidence watch --listen)", "command"),
+        ("the gate", None),
+        ("vllm_evidence._capture.canary.send_canary()", "function"),  # private: refused above
+    ],
+)
+def test_a_public_constructor_names_a_function_or_a_command(text: str, named: str | None) -> None:
+    """The rule both ways: a maker is a dotted name or one of the gate's commands; words
+    that name neither are no way to make one."""
+    found = "function" if _NAME.search(text) else "command" if _COMMAND.search(text) else None
+    assert found == named
