@@ -35,10 +35,13 @@ longer signed with it.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 import json
 import os
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, NoReturn, final
 
@@ -238,14 +241,29 @@ def _pem_text(data: bytes, where: str) -> bytes:
     return data
 
 
+@contextlib.contextmanager
+def _deprecated_algorithms_quiet() -> Iterator[None]:
+    """cryptography 51 deprecates DSA and warns when a DSA key is loaded or its types are
+    looked up.  A key of another algorithm is only loaded to be named in a refusal, never
+    used, so the warning is noise on stderr at best and, under warnings-as-errors, turns
+    that one-line refusal into a traceback: silenced for the load and the lookup only."""
+    from cryptography.utils import CryptographyDeprecationWarning
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", CryptographyDeprecationWarning)
+        yield
+
+
 def _algorithm_name(key: object) -> str:
     """The family of a key that is not Ed25519 (``RSA``, ``EC``, …), for a refusal."""
     from cryptography.hazmat.primitives.asymmetric import dsa, ec, ed448, rsa, x448, x25519
 
+    with _deprecated_algorithms_quiet():
+        dsa_kinds: tuple[type, ...] = (dsa.DSAPrivateKey, dsa.DSAPublicKey)
     families: tuple[tuple[str, tuple[type, ...]], ...] = (
         ("RSA", (rsa.RSAPrivateKey, rsa.RSAPublicKey)),
         ("EC", (ec.EllipticCurvePrivateKey, ec.EllipticCurvePublicKey)),
-        ("DSA", (dsa.DSAPrivateKey, dsa.DSAPublicKey)),
+        ("DSA", dsa_kinds),
         ("Ed448", (ed448.Ed448PrivateKey, ed448.Ed448PublicKey)),
         ("X25519", (x25519.X25519PrivateKey, x25519.X25519PublicKey)),
         ("X448", (x448.X448PrivateKey, x448.X448PublicKey)),
@@ -267,7 +285,8 @@ def signing_key_from_pem(data: bytes, where: str = "signing key") -> SigningKey:
     if b"PRIVATE KEY-----" not in text:
         _refuse(where, f"not a private key (a public key cannot sign); {_MAKE}")
     try:
-        key = serialization.load_pem_private_key(text, password=None)
+        with _deprecated_algorithms_quiet():
+            key = serialization.load_pem_private_key(text, password=None)
     except TypeError:
         _refuse(where, "an encrypted private key; give it unencrypted, readable by its user only")
     except (ValueError, UnsupportedAlgorithm):
@@ -293,7 +312,8 @@ def verification_key_from_pem(data: bytes, where: str = "verification key") -> V
             "(`openssl pkey -in KEY.pem -pubout`)",
         )
     try:
-        key = serialization.load_pem_public_key(text)
+        with _deprecated_algorithms_quiet():
+            key = serialization.load_pem_public_key(text)
     except (ValueError, UnsupportedAlgorithm):
         _refuse(where, f"not a readable PEM public key; {_MAKE}")
     if not isinstance(key, Ed25519PublicKey):
