@@ -7,8 +7,10 @@ only :class:`Parsed` carries an observation ("answered" is not knowledge).
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
-from typing import Generic, TypeVar, final
+from typing import Any, Final, Generic, TypeVar, final
 
 import attrs
 
@@ -19,12 +21,14 @@ from vllm_evidence._seal import Sealed, minter
 from vllm_evidence.upstream._routes import Route
 
 __all__ = [
+    "STATIC_BODIES",
     "HttpError",
     "NotFound",
     "NotRequested",
     "Outcome",
     "Parsed",
     "Redirected",
+    "StaticBodyMemo",
     "TimedOut",
     "TooLarge",
     "Unauthorized",
@@ -205,10 +209,79 @@ def derive_outcome(
     return observed
 
 
+@final
+class StaticBodyMemo:
+    """What an adapter made of a body, remembered by the body's SHA-256 (package-internal).
+
+    An adapter is a function of the body's bytes alone, so the same bytes read again give
+    the same observation or the same failure: remembering it changes no answer.  It pays
+    where one process serves the same bytes read after read: ``/server_info`` (its config
+    text and its JSON, ~45 KB of a vLLM 0.32 server's, whose parse was a tenth of a
+    watched target's round) is fixed for the life of the process, so from a watch's second
+    round on its parse is one digest and one lookup.  Never used for bodies that change
+    with every read (``/metrics``, or ``/v1/models`` with its ``created`` clock): a
+    lookup that always misses only costs.
+
+    Bounded: at most ``capacity`` entries, the least recently used dropped first; an entry
+    keeps the digest and the parsed result (a few hundred bytes), never the body.  A
+    server whose bytes change every read only churns its own entries.  Safe to share
+    between threads (the readback of a large batch runs on one).
+    """
+
+    __slots__ = ("_capacity", "_entries", "_lock")
+
+    def __init__(self, capacity: int) -> None:
+        if capacity < 1:
+            msg = "a memo holds at least one entry"
+            raise ValueError(msg)
+        self._capacity = capacity
+        self._entries: OrderedDict[tuple[Callable[[bytes], Any], str], Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def adapted(
+        self, adapter: Callable[[bytes], ObsT | BodyParseFailure], body: bytes, digest: str
+    ) -> ObsT | BodyParseFailure:
+        """``adapter(body)``, or what it returned for the body of SHA-256 ``digest``
+        before; ``digest`` must be ``body``'s (an :class:`Exchange`'s own)."""
+        key = (adapter, digest)
+        with self._lock:
+            if key in self._entries:
+                self._entries.move_to_end(key)
+                found: ObsT | BodyParseFailure = self._entries[key]
+                return found
+        made = adapter(body)
+        with self._lock:
+            self._entries[key] = made
+            if len(self._entries) > self._capacity:
+                self._entries.popitem(last=False)
+        return made
+
+
+#: The process's memo for the routes a server answers with the same bytes for its life:
+#: 8,192 entries (two routes of ~4,000 watched servers; a few MiB at most).
+STATIC_BODIES: Final = StaticBodyMemo(8192)
+
+
 def exchange_outcome(
-    exchange: Exchange, adapter: Callable[[bytes], ObsT | BodyParseFailure]
+    exchange: Exchange,
+    adapter: Callable[[bytes], ObsT | BodyParseFailure],
+    *,
+    memo: StaticBodyMemo | None = None,
 ) -> Outcome[ObsT]:
-    """The outcome arm of a captured exchange."""
+    """The outcome arm of a captured exchange; ``memo``: parse its body through that
+    memo (:class:`StaticBodyMemo`, for routes whose body does not change read to read)."""
+    read = adapter
+    digest = exchange.body_sha256 if memo is not None and exchange.status == 200 else None
+    if memo is not None and digest is not None:
+        known, digested = memo, digest
+
+        def remembered(body: bytes) -> ObsT | BodyParseFailure:
+            return known.adapted(adapter, body, digested)
+
+        read = remembered
     return derive_outcome(
         exchange.route,
         transport=exchange.transport,
@@ -217,7 +290,7 @@ def exchange_outcome(
         location=exchange.header("location"),
         detail=exchange.detail,
         size_limit=exchange.size_limit,
-        adapter=adapter,
+        adapter=read,
     )
 
 

@@ -14,6 +14,7 @@ join decision.
 from __future__ import annotations
 
 import enum
+import functools
 import hashlib
 from datetime import datetime
 from typing import Final, final
@@ -181,8 +182,6 @@ class Exchange(Sealed):
     """The response headers that matter (:data:`RECORDED_HEADERS`), lower-cased names."""
     body: bytes | None
     """The raw body, or ``None`` when none was kept (timeout, unreachable, too large)."""
-    body_sha256: str | None
-    """Hex SHA-256 of :attr:`body`."""
     size_limit: int
     """The body cap the read ran under, in bytes."""
     started_monotonic_ns: int
@@ -210,6 +209,16 @@ class Exchange(Sealed):
             self.ended_at,
             self.detail,
         )
+
+    @functools.cached_property
+    def body_sha256(self) -> str | None:
+        """Hex SHA-256 of :attr:`body` (``None`` without one), computed when first read.
+
+        A function of the body alone, so it is derived rather than stored: a watch that
+        never saves or shows an exchange never pays for digesting its ``/metrics`` bodies
+        (a tenth of a loopback probe's CPU), and a saved or loaded exchange still carries
+        and checks it."""
+        return None if self.body is None else hashlib.sha256(self.body).hexdigest()
 
     def header(self, name: str) -> str | None:
         """A recorded header's value, or ``None``."""
@@ -252,7 +261,7 @@ def _new_exchange(
     ended_at: datetime,
     detail: str,
 ) -> Exchange:
-    """Mint an exchange, computing the body digest (package-internal).
+    """Mint an exchange (package-internal; its body digest is derived when first read).
 
     Recorded header values and the detail pass through :func:`~vllm_evidence._scrub.scrub`
     (secrets only): a server's ``Location`` or error text never carries a password, a
@@ -278,7 +287,6 @@ def _new_exchange(
         status=status,
         headers=kept,
         body=body,
-        body_sha256=None if body is None else hashlib.sha256(body).hexdigest(),
         size_limit=size_limit,
         started_monotonic_ns=started_monotonic_ns,
         ended_monotonic_ns=ended_monotonic_ns,

@@ -24,6 +24,7 @@ from vllm_evidence._adapters.health import HealthAnswer
 from vllm_evidence._adapters.metrics import MetricsObservation, parse_metrics
 from vllm_evidence._adapters.models import ServedModels, parse_models
 from vllm_evidence._adapters.outcome import (
+    STATIC_BODIES,
     Outcome,
     Parsed,
     derive_outcome,
@@ -244,10 +245,10 @@ def readback_from_batch(batch: CaptureBatch) -> CapturedReadback:
         health=health(),
         server_info=not_requested(Route.SERVER_INFO)
         if text_ex is None
-        else exchange_outcome(text_ex, parse_server_info_text),
+        else exchange_outcome(text_ex, parse_server_info_text, memo=STATIC_BODIES),
         server_info_json=not_requested(Route.SERVER_INFO_JSON)
         if json_ex is None
-        else exchange_outcome(json_ex, parse_server_info_json),
+        else exchange_outcome(json_ex, parse_server_info_json, memo=STATIC_BODIES),
         world_size=not_requested(Route.GET_WORLD_SIZE)
         if world_ex is None
         else exchange_outcome(world_ex, parse_world_size),
