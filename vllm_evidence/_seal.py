@@ -106,6 +106,9 @@ class Sealed:
 
     #: The public function(s) that produce instances, named in the error message.
     __public_constructor__: ClassVar[str] = "the vllm_evidence parsers and decisions"
+    #: Properties ``repr`` shows after the fields, for a value derived when read (a field
+    #: declared ``attrs.field(repr=False)`` is left out of ``repr``).
+    __repr_derived__: ClassVar[tuple[str, ...]] = ()
 
     # ``@final``: no sealed class defines its own ``__init__`` (attrs' is ``__attrs_init__``,
     # reached only through a minter), and it keeps mypy's attrs plugin from reading this
@@ -254,10 +257,15 @@ def _sealed_repr(value: Sealed, depth: int) -> str:
         return f"{name}(…)"
     parts = []
     # Every sealed class is an attrs class (tests/test_seal.py checks it).
-    for field in attrs.fields(cast("type[attrs.AttrsInstance]", type(value))):
-        item = getattr(value, field.name)
+    names = [
+        field.name
+        for field in attrs.fields(cast("type[attrs.AttrsInstance]", type(value)))
+        if field.repr
+    ]
+    for attribute in (*names, *type(value).__repr_derived__):
+        item = getattr(value, attribute)
         if item is not None:
-            parts.append(f"{field.name}={brief(item, depth - 1)}")
+            parts.append(f"{attribute}={brief(item, depth - 1)}")
     return f"{name}({', '.join(parts)})"
 
 

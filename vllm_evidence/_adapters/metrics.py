@@ -10,6 +10,7 @@ and ``\\n``; any other backslash stays as written), and it collects the
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator, Mapping
 from decimal import Decimal, InvalidOperation
@@ -30,8 +31,10 @@ __all__ = [
     "MetricsObservation",
     "ProcessStartTime",
     "ScannedSample",
+    "declared_families",
     "parse_metrics",
     "scan_metrics",
+    "scan_samples",
 ]
 
 CACHE_CONFIG_INFO = "vllm:cache_config_info"
@@ -290,20 +293,34 @@ def _sample_lines(text: str) -> list[tuple[int, str, str]]:
     return found
 
 
-def scan_metrics(text: str) -> tuple[list[ScannedSample], frozenset[str]]:
-    """Scan exposition text: the targeted samples, in order, and the ``vllm:`` families.
-
-    The families are the names declared by ``# HELP``/``# TYPE`` lines (vLLM's
-    exposition declares every family it serves), plus ``vllm:cache_config_info``
-    when its samples appear without a declaration (as in trimmed dumps).
+def scan_samples(text: str) -> list[ScannedSample]:
+    """The targeted samples of exposition text, in order.
 
     Raises :class:`ValueError` when a targeted line is malformed.
     """
-    samples = [_parse_line(name, rest) for _, name, rest in _sample_lines(text)]
+    return [_parse_line(name, rest) for _, name, rest in _sample_lines(text)]
+
+
+def declared_families(text: str, *, cache_config_seen: bool) -> frozenset[str]:
+    """The ``vllm:`` families of exposition text: the names declared by ``# HELP``/``# TYPE``
+    lines (vLLM's exposition declares every family it serves), plus
+    ``vllm:cache_config_info`` when ``cache_config_seen`` (its samples appear without a
+    declaration in trimmed dumps)."""
     families = _declared(text)
-    if any(s.name == CACHE_CONFIG_INFO for s in samples):
+    if cache_config_seen:
         families.add(CACHE_CONFIG_INFO)
-    return samples, frozenset(families)
+    return frozenset(families)
+
+
+def scan_metrics(text: str) -> tuple[list[ScannedSample], frozenset[str]]:
+    """Scan exposition text: the targeted samples, in order (:func:`scan_samples`), and the
+    ``vllm:`` families (:func:`declared_families`).
+
+    Raises :class:`ValueError` when a targeted line is malformed.
+    """
+    samples = scan_samples(text)
+    seen = any(s.name == CACHE_CONFIG_INFO for s in samples)
+    return samples, declared_families(text, cache_config_seen=seen)
 
 
 @final
@@ -370,19 +387,47 @@ _mint_start = minter(ProcessStartTime, ProcessStartTime.__attrs_init__)
 
 
 @final
-@attrs.frozen(init=False, repr=False)
+@attrs.frozen(init=False, repr=False, eq=False)
 class MetricsObservation(Sealed):
-    """What one ``/metrics`` body says about the things this package reads."""
+    """What one ``/metrics`` body says about the things this package reads.
+
+    Equal when their series, marker and families are equal (whatever else the bodies
+    hold: counters move between two reads of one process).
+    """
 
     __public_constructor__ = "vllm_evidence.readback_from_batch()"
+    __repr_derived__ = ("vllm_families",)
 
     cache_config_info: tuple[CacheConfigSeries, ...]
     """Every ``vllm:cache_config_info`` series, in served order (one per engine)."""
     process_start_time: ProcessStartTime | None
     """The incarnation marker, or ``None`` when absent (multi-process registry mode)."""
-    vllm_families: frozenset[str]
-    """Names of the ``vllm:`` metric families declared (``# HELP``/``# TYPE``), plus
-    ``vllm:cache_config_info`` whenever its samples are present."""
+    _body: bytes = attrs.field(repr=False)
+    """The body read (the exchange's own bytes object, not a copy): what
+    :attr:`vllm_families` is derived from."""
+
+    @functools.cached_property
+    def vllm_families(self) -> frozenset[str]:
+        """Names of the ``vllm:`` metric families declared (``# HELP``/``# TYPE``), plus
+        ``vllm:cache_config_info`` whenever its samples are present.
+
+        Derived from the body when first read, not at parse time: no decision reads it
+        (the document shows it), and a watch that never renders a round's four bodies
+        never pays for scanning their declarations (a fifteenth of a round's CPU)."""
+        return declared_families(
+            self._body.decode("utf-8"), cache_config_seen=bool(self.cache_config_info)
+        )
+
+    def _key(self) -> tuple[object, ...]:
+        return (self.cache_config_info, self.process_start_time, self.vllm_families)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MetricsObservation):
+            return NotImplemented
+        return self is other or self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
 
     def series_by_engine(self) -> Iterator[tuple[str | None, CacheConfigSeries]]:
         """Each cache-config series with its ``engine`` label."""
@@ -405,7 +450,7 @@ def parse_metrics(body: bytes) -> MetricsObservation | BodyParseFailure:
     except UnicodeDecodeError as exc:
         return fail(Route.METRICS, f"not UTF-8 ({exc.reason} at byte {exc.start})")
     try:
-        samples, families = scan_metrics(text)
+        samples = scan_samples(text)
     except _ScanError as exc:
         return fail(Route.METRICS, f"malformed targeted sample: {exc}")
     series: list[CacheConfigSeries] = []
@@ -437,5 +482,5 @@ def parse_metrics(body: bytes) -> MetricsObservation | BodyParseFailure:
     return _mint_metrics(
         cache_config_info=tuple(series),
         process_start_time=start,
-        vllm_families=families,
+        body=body,
     )
