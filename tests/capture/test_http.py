@@ -647,24 +647,31 @@ def test_a_probe_on_uvloop_reads_the_batch_a_probe_on_asyncio_reads() -> None:
     assert {e.transport for e in on_uvloop.all_exchanges()} == {Transport.ANSWERED}
 
 
-@pytest.mark.parametrize("development_routes", [True, False])
-def test_a_probe_holds_at_most_connections_per_probe_sockets_at_once(
-    development_routes: bool,
-) -> None:
-    """What the fleet's open-file arithmetic rests on: one probe never has more than
-    CONNECTIONS_PER_PROBE connections open at once (with every route, exactly that
-    many while the routes between the two /metrics reads are in flight)."""
-    from vllm_evidence._capture.http import CONNECTIONS_PER_PROBE
-
+def _probe_a_counting_server(
+    pause_s: float, *, development_routes: bool = True, hang: frozenset[str] = frozenset()
+) -> tuple[CaptureBatch, int, list[tuple[str, int]]]:
+    """Probe a server that answers every request 404, each route but ``/metrics`` after
+    ``pause_s`` (never, for a path in ``hang``), with a 5 s timeout: the batch, the most
+    connections open at once, and each request's path with the number of the connection
+    it came on (in the order they came)."""
     open_now = most = 0
+    opened = 0
+    requests: list[tuple[str, int]] = []
 
     async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        nonlocal open_now, most
+        nonlocal open_now, most, opened
         open_now += 1
+        opened += 1
+        number = opened
         most = max(most, open_now)
         try:
-            while await reader.readuntil(b"\r\n\r\n"):
-                await asyncio.sleep(0.05)  # every route in flight at once
+            while head := await reader.readuntil(b"\r\n\r\n"):
+                path = head.split(b" ", 2)[1].decode()
+                requests.append((path, number))
+                if path in hang:
+                    await asyncio.sleep(3600)
+                if path != "/metrics":
+                    await asyncio.sleep(pause_s)
                 writer.write(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\r\n")
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
@@ -677,10 +684,78 @@ def test_a_probe_holds_at_most_connections_per_probe_sockets_at_once(
         server = await asyncio.start_server(handle, "127.0.0.1", 0)
         port = server.sockets[0].getsockname()[1]
         async with server:
-            return await probe(f"http://127.0.0.1:{port}", development_routes=development_routes)
+            return await probe(
+                f"http://127.0.0.1:{port}", development_routes=development_routes, timeout=5.0
+            )
 
     batch = asyncio.run(asyncio.wait_for(run(), 30))
+    return batch, most, requests
+
+
+@pytest.mark.parametrize("development_routes", [True, False])
+def test_a_prompt_server_is_read_on_the_two_connections_the_opening_reads_open(
+    development_routes: bool,
+) -> None:
+    """The routes between the /metrics reads go on the opening reads' two connections
+    (ROUTE_LANES), so under a per-connection balancer each comes from a process an
+    opening read reached, and a probe opens two connections, not one a route."""
+    from vllm_evidence._capture.http import ROUTE_LANES
+
+    batch, most, requests = _probe_a_counting_server(0.01, development_routes=development_routes)
     assert {e.status for e in batch.all_exchanges()} == {404}
+    assert ROUTE_LANES == 2
+    assert most == 2
+    # The opening read on connection 1, its twin on a new one (2); nothing else opened.
+    assert requests[:2] == [("/metrics", 1), ("/metrics", 2)]
+    assert {number for _, number in requests} == {1, 2}
+    middle = len(PROBE_ROUTES) - 1 if development_routes else 3
+    assert len(requests) == 4 + middle
+    # The batch keeps the routes' own order, whichever lane read each.
+    assert [e.route for e in batch.exchanges] == [
+        r
+        for r in PROBE_ROUTES
+        if r is not Route.METRICS
+        and (development_routes or r in (Route.VERSION, Route.MODELS, Route.HEALTH))
+    ]
+
+
+@pytest.mark.parametrize("development_routes", [True, False])
+def test_a_probe_holds_at_most_connections_per_probe_sockets_at_once(
+    development_routes: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the fleet's open-file arithmetic rests on: one probe never has more than
+    CONNECTIONS_PER_PROBE connections open at once — and exactly one a route while the
+    routes between the two /metrics reads all stall past LANE_STALL_S (a lane opened
+    each time none answered)."""
+    from vllm_evidence._capture import http
+    from vllm_evidence._capture._wire import REUSE_SILENCE_S
+
+    # Lanes open every 0.1 s; no route answers before every lane is open, and every one
+    # answers before a reused connection counts as gone silent (which would send it again).
+    monkeypatch.setattr(http, "LANE_STALL_S", 0.1)
+    pause = 0.1 * len(PROBE_ROUTES) + 0.1
+    assert pause < REUSE_SILENCE_S
+    batch, most, _ = _probe_a_counting_server(pause, development_routes=development_routes)
+    assert {e.status for e in batch.all_exchanges()} == {404}
+    assert not any(e.detail for e in batch.all_exchanges())  # nothing sent twice
     middle = len(PROBE_ROUTES) - 1 if development_routes else 3
     assert most == middle
-    assert most <= CONNECTIONS_PER_PROBE
+    assert most <= http.CONNECTIONS_PER_PROBE
+
+
+def test_routes_a_server_holds_open_do_not_hold_the_others_back() -> None:
+    """Two routes that never answer take both first lanes; the others are still read,
+    on lanes opened after LANE_STALL_S each, long before the held ones time out."""
+    hung = frozenset({"/version", "/v1/models"})
+    batch, _, requests = _probe_a_counting_server(0.0, hang=hung)
+    by_route = {e.route: e for e in batch.exchanges}
+    assert {by_route[Route.VERSION].transport, by_route[Route.MODELS].transport} == {
+        Transport.TIMED_OUT
+    }
+    others = [e for r, e in by_route.items() if r not in (Route.VERSION, Route.MODELS)]
+    assert others
+    assert {e.status for e in others} == {404}
+    # Each of the others began well before the held ones' 5 s timeout ran out.
+    first = min(e.started_monotonic_ns for e in batch.exchanges)
+    assert all(e.started_monotonic_ns - first < 4e9 for e in others)
+    assert {"/version", "/v1/models"} <= {path for path, _ in requests}
