@@ -36,7 +36,13 @@ from vllm_evidence._adapters.server_info import ServerInfo
 from vllm_evidence._adapters.version import SelfReportedVersion
 from vllm_evidence._adapters.world_size import WorldSizeProduct
 from vllm_evidence._capture._wire import ProbeClient
-from vllm_evidence._capture.batch import NOT_SENT_DETAILS, CaptureBatch, ExchangeRole, Transport
+from vllm_evidence._capture.batch import (
+    NOT_SENT_DETAILS,
+    CaptureBatch,
+    Exchange,
+    ExchangeRole,
+    Transport,
+)
 from vllm_evidence._capture.directory import save
 from vllm_evidence._capture.http import (
     ProbeSession,
@@ -759,3 +765,35 @@ def test_routes_a_server_holds_open_do_not_hold_the_others_back() -> None:
     first = min(e.started_monotonic_ns for e in batch.exchanges)
     assert all(e.started_monotonic_ns - first < 4e9 for e in others)
     assert {"/version", "/v1/models"} <= {path for path, _ in requests}
+
+
+def test_an_error_in_one_route_ends_the_probe_with_that_error_and_every_lane(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A read that raises (a programming error: a failed read is an exchange) is raised
+    as itself, not wrapped in a group; no other lane is left running or unread."""
+    from vllm_evidence._capture import http
+
+    real = http._RouteClient.get
+    started: list[Route] = []
+
+    async def get(
+        self: http._RouteClient,
+        route: Route,
+        role: ExchangeRole = ExchangeRole.ROUTE,
+        *,
+        via: http.Via = "any",
+    ) -> Exchange:
+        if role is ExchangeRole.ROUTE:
+            started.append(route)
+        if route is Route.MODELS:
+            msg = "a route's read broke"
+            raise RuntimeError(msg)
+        return await real(self, route, role, via=via)
+
+    monkeypatch.setattr(http._RouteClient, "get", get)
+    with caplog.at_level("ERROR", logger="asyncio"), pytest.raises(RuntimeError, match="broke"):
+        _probe_a_counting_server(0.2)
+    assert Route.MODELS in started
+    assert len(started) < len(PROBE_ROUTES) - 1  # the lanes stopped reading
+    assert "never retrieved" not in caplog.text

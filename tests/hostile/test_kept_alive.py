@@ -25,7 +25,7 @@ from vllm_evidence._capture.batch import SENT_TWICE_DETAIL, CaptureBatch, Transp
 from vllm_evidence._capture.http import probe
 from vllm_evidence._readback import readback_from_batch
 from vllm_evidence.decisions import JoinedIncarnation
-from vllm_evidence.upstream._routes import PROBE_ROUTES
+from vllm_evidence.upstream._routes import PROBE_ROUTES, Route
 
 #: What a server does with a connection's requests: ``(count on this connection, request
 #: target) -> answer bytes``, ``close`` / ``reset`` / ``silent`` for no answer, or
@@ -122,10 +122,15 @@ def test_a_server_that_fails_each_connections_second_request_is_still_read_whole
     )
     assert len(exchanges) == len(PROBE_ROUTES) + 3
     twice = [(e.role.value, e.route.target) for e in exchanges if e.detail == SENT_TWICE_DETAIL]
-    # sent twice: the two routes that took the opening reads' kept connections, the
-    # closing read (on a route's kept connection) and its twin (on the closing read's)
-    assert len(twice) == 4
-    assert twice[2:] == [("bracket_close", "/metrics")] * 2
+    # sent twice: every route between (each lane reads on a kept connection: the opening
+    # reads' first, then the one its previous route was read on), the closing read (on a
+    # route's kept connection) and its twin (on the closing read's)
+    routes = len(PROBE_ROUTES) - 1
+    assert len(twice) == routes + 2
+    assert sorted(target for role, target in twice[:routes] if role == "route") == sorted(
+        r.target for r in PROBE_ROUTES if r is not Route.METRICS
+    )
+    assert twice[routes:] == [("bracket_close", "/metrics")] * 2
     assert all(e.detail in ("", SENT_TWICE_DETAIL) for e in exchanges)
     # the log is what went on the wire: the server received exactly those lines
     lines = batch.request_lines()

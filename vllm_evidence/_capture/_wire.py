@@ -252,7 +252,8 @@ class _SocketConnection(_Link):
     """A plain connection: a non-blocking socket whose readiness the event loop reports
     straight to this object.  An asyncio transport and protocol cost twice the CPU per
     connection (the transport object, its buffers and the callbacks scheduled to set it
-    up), and a fleet probe opens six connections a server."""
+    up), and a fleet probe opens two connections a server (up to six when its routes
+    stall)."""
 
     def __init__(
         self, loop: asyncio.AbstractEventLoop, sock: socket.socket, scratch: memoryview

@@ -99,9 +99,9 @@ CONNECTIONS_PER_PROBE: Final = len(PROBE_ROUTES) - 1
 #: fell ~10 %).  The routes' wall time is about three answers instead of one.
 ROUTE_LANES: Final = 2
 #: Seconds without an answer after which one more route is read at once (on a new
-#: connection): a server that holds some routes open never holds the others back for more
-#: than this each, and one that holds all of them costs a request's timeout plus this
-#: for each lane opened after the first two.
+#: connection): a server that holds some routes open holds the others back for at most
+#: twice this each, and one that holds all of them costs a request's timeout plus about
+#: this for each lane opened after the first two.
 LANE_STALL_S: Final = 0.5
 
 
@@ -899,35 +899,39 @@ class ProbeSession:
 
 
 async def _read_between(layer: _RouteClient, routes: tuple[Route, ...]) -> tuple[Exchange, ...]:
-    """Read ``routes`` on :data:`ROUTE_LANES` lanes at once, one more lane opened each
-    :data:`LANE_STALL_S` no answer came in while routes still wait (at most a lane a
-    route): the exchanges in ``routes``' order.  An error (a programming error: every
-    failure of a read is its exchange) ends every lane and is raised, as ``gather``'s."""
+    """Read ``routes`` on :data:`ROUTE_LANES` lanes at once, one more lane opened after
+    each :data:`LANE_STALL_S` in which no answer came while routes still wait (at most a
+    lane a route): the exchanges in ``routes``' order.  An error (a programming error:
+    every failure of a read is its exchange) ends every lane and is raised."""
     read: dict[int, Exchange] = {}
     waiting = deque(enumerate(routes))
-    answered = asyncio.Event()
+    answers = 0
 
     async def lane() -> None:
-        try:
-            while waiting:
-                index, route = waiting.popleft()
-                read[index] = await layer.get(route)
-                answered.set()
-        finally:
-            answered.set()
+        nonlocal answers
+        while waiting:
+            index, route = waiting.popleft()
+            read[index] = await layer.get(route)
+            answers += 1
 
     lanes = [asyncio.ensure_future(lane()) for _ in range(min(ROUTE_LANES, len(routes)))]
     try:
-        # A lane ends early only on an error, which gather raises below.
-        while waiting and not any(task.done() for task in lanes):
-            answered.clear()
-            try:
-                async with asyncio.timeout(LANE_STALL_S):
-                    await answered.wait()
-            except TimeoutError:
-                if waiting:
-                    lanes.append(asyncio.ensure_future(lane()))
-        await asyncio.gather(*lanes)
+        seen = 0
+        while True:
+            # One wait (one timer) a round of lanes: a server that answers each route
+            # within LANE_STALL_S is read in one.
+            done, pending = await asyncio.wait(
+                lanes, timeout=LANE_STALL_S, return_when=asyncio.FIRST_EXCEPTION
+            )
+            for task in done:
+                error = None if task.cancelled() else task.exception()
+                if error is not None:
+                    raise error
+            if not pending:
+                break
+            if waiting and answers == seen:
+                lanes.append(asyncio.ensure_future(lane()))
+            seen = answers
     finally:
         # Every lane ended before the probe gives its connections back (a lane's own
         # cleanup gives back its part of the body budget), every error retrieved.
